@@ -1,0 +1,348 @@
+"""Expectation-maximisation for maximum-likelihood and MAP estimates, many restarts at once.
+
+E step: exact inference (:mod:`lcbayes.inference`) gives the expected family counts
+``N_ilk = sum_p w_p P(x_i = k, pa_i = l | y_p, theta)`` (Beal & Ghahramani eq. 19).
+M step:
+
+* ML (eq. 18): ``theta_ilk = N_ilk / N_il``;
+* MAP in the softmax basis (default for a prior; what Beal & Ghahramani ran, §3.1, after MacKay
+  1998; Karčiauskas eq. 3.6): ``theta_ilk = (N_ilk + lambda_ilk) / (N_il + lambda_il)``, always
+  interior, valid for any ``lambda > 0``;
+* MAP in the simplex basis (eq. 20):
+  ``theta_ilk = (N_ilk + lambda_ilk - 1) / (N_il + lambda_il - r_i)``,
+  the mode of the Dirichlet posterior density; needs ``lambda >= 1``.
+
+The objective ``ln p(y | theta) + sum (lambda - 1 + b) ln theta`` (``b = 1`` in the softmax
+basis, no prior term for ML) never decreases. A row whose counts are all zero (an empty class)
+stays uniform, so zero counts never give NaN.
+
+All restarts run in one jitted, vmapped ``lax.while_loop``; each stops when its objective changes
+by less than ``tol`` per observed row, or after ``max_iter`` iterations. Starting points are drawn
+uniformly on every simplex (Dirichlet(1)). For latent class models the classes of the result are
+ordered by decreasing size.
+
+Example::
+
+    data = lcb.Dataset.from_csv("carcinoma.csv")
+    fit = lcb.em(lcb.latent_class(data, 3), data, restarts=20, seed=0)
+    print(fit.summary())
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import xlogy
+
+from . import scores
+from .data import Dataset
+from .errors import LcbayesError
+from .inference import e_step, log_marginal
+from .params import PriorSpec, dirichlet_log_density, from_tables, prior_tables, random_tables
+from .structure import Structure
+
+__all__ = ["EMResult", "em"]
+
+
+class _Runs(NamedTuple):
+    tables: tuple[jax.Array, ...]
+    history: jax.Array      # (R, max_iter) objective per iteration, NaN after the last
+    n_iter: jax.Array       # (R,)
+    converged: jax.Array    # (R,)
+    loglik: jax.Array       # (R,) at the final tables
+    objective: jax.Array    # (R,) at the final tables
+
+
+def _m_step(counts, alphas, shift: float):
+    """ML (no ``alphas``) or MAP M step; empty rows become uniform."""
+    tables = []
+    for i, c in enumerate(counts):
+        num = c if alphas is None else c + alphas[i] + shift
+        total = num.sum(axis=-1, keepdims=True)
+        ratio = num / jnp.where(total > 0, total, 1.0)
+        tables.append(jnp.where(total > 0, ratio, 1.0 / c.shape[-1]))
+    return tuple(tables)
+
+
+def _prior_term(tables, alphas, shift: float) -> jax.Array:
+    """The ``theta``-dependent part of the MAP objective: ``sum (lambda - 1 + b) ln theta``."""
+    if alphas is None:
+        return jnp.zeros(())
+    return sum(xlogy(a + shift, t).sum() for a, t in zip(alphas, tables, strict=True))
+
+
+def _log(tables):
+    return tuple(jnp.log(t) for t in tables)
+
+
+@partial(jax.jit, static_argnames=("structure", "max_iter", "shift"))
+def _fit(structure: Structure, patterns, weights, alphas, tol_total, keys, max_iter: int,
+         shift: float) -> _Runs:
+    """Run EM from every key in ``keys``; returns every restart's outcome."""
+
+    def objective(tables, log_marg):
+        return weights @ log_marg + _prior_term(tables, alphas, shift)
+
+    def run(key):
+        def cond(state):
+            _, _, _, it, done = state
+            return (it < max_iter) & ~done
+
+        def body(state):
+            tables, history, previous, it, _ = state
+            est = e_step(structure, _log(tables), patterns, weights)
+            value = objective(tables, est.log_marginal)
+            done = jnp.abs(value - previous) < tol_total
+            return (_m_step(est.counts, alphas, shift), history.at[it].set(value), value,
+                    it + 1, done)
+
+        start = (random_tables(structure, key), jnp.full(max_iter, jnp.nan), jnp.array(-jnp.inf),
+                 jnp.array(0), jnp.array(False))
+        tables, history, _, n_iter, done = jax.lax.while_loop(cond, body, start)
+        log_marg = log_marginal(structure, _log(tables), patterns)
+        return _Runs(tables, history, n_iter, done, weights @ log_marg,
+                     objective(tables, log_marg))
+
+    return jax.vmap(run)(keys)
+
+
+_final_e_step = jax.jit(e_step, static_argnums=0)
+
+
+def _order_classes(structure: Structure, tables: list[np.ndarray]) -> list[np.ndarray]:
+    """Latent class models: reorder classes by decreasing weight (a canonical labelling)."""
+    if structure.kind != "latent_class":
+        return tables
+    root = structure.root
+    order = np.argsort(-tables[root][0], kind="stable")
+    return [t[:, order] if i == root else t[order] for i, t in enumerate(tables)]
+
+
+@dataclass(frozen=True, repr=False)
+class EMResult:
+    """Outcome of :func:`em`: the best restart's estimate, scores and every restart's fit.
+
+    ``hidden_posteriors`` are per data *pattern*; :attr:`class_posteriors` expands the class of a
+    latent class model to rows.
+    """
+
+    structure: Structure
+    params: dict[str, np.ndarray]
+    loglik: float
+    objective: float
+    estimator: Literal["ml", "map"]
+    map_basis: str | None
+    log_prior: float | None
+    n_iter: int
+    converged: bool
+    history: np.ndarray
+    restart_logliks: np.ndarray
+    restart_objectives: np.ndarray
+    restart_n_iter: np.ndarray
+    restart_converged: np.ndarray
+    n_rows: int
+    n_observed_rows: int
+    n_patterns: int
+    entropy: float
+    hidden_posteriors: dict[str, np.ndarray]
+    pattern_index: np.ndarray
+    seconds: float
+    seed: int
+    restarts: int
+    tol: float
+    max_iter: int
+
+    @property
+    def n_parameters(self) -> int:
+        """Standard dimension ``sum_i q_i (r_i - 1)``."""
+        return self.structure.n_parameters
+
+    @property
+    def bic(self) -> float:
+        """``loglik - d/2 ln N`` (natural-log evidence scale; poLCA's BIC is ``-2 * bic``)."""
+        return scores.bic(self.loglik, self.n_parameters, self.n_observed_rows)
+
+    @property
+    def aic(self) -> float:
+        """``loglik - d`` (poLCA's AIC is ``-2 * aic``)."""
+        return scores.aic(self.loglik, self.n_parameters)
+
+    @property
+    def icl(self) -> float:
+        """``bic - entropy`` of the posterior hidden memberships."""
+        return scores.icl(self.loglik, self.n_parameters, self.n_observed_rows, self.entropy)
+
+    @property
+    def n_classes(self) -> int | None:
+        return self.structure.n_classes
+
+    @property
+    def class_weights(self) -> np.ndarray | None:
+        """Class shares of a latent class model (decreasing)."""
+        if self.structure.kind != "latent_class":
+            return None
+        return self.params[self.structure.nodes[self.structure.root]]
+
+    @property
+    def class_posteriors(self) -> np.ndarray | None:
+        """``(n_rows, K)`` posterior class membership of every row (latent class models)."""
+        if self.structure.kind != "latent_class":
+            return None
+        root = self.structure.nodes[self.structure.root]
+        return self.hidden_posteriors[root][self.pattern_index]
+
+    def conditional_probabilities(self) -> dict[str, list[dict[str, float]]]:
+        """For every observed node, ``P(node = label | parent configuration)``: a list over
+        parent configurations (the classes, for a latent class model) of ``{label: p}``."""
+        out = {}
+        for i in self.structure.observed_nodes:
+            name = self.structure.nodes[i]
+            table = self.params[name].reshape(-1, self.structure.cardinalities[i])
+            labels = [str(lab) for lab in self.structure.labels[i]]
+            out[name] = [dict(zip(labels, map(float, row), strict=True)) for row in table]
+        return out
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary (the command line prints this with ``--json``)."""
+        out = {
+            "method": "em",
+            "estimator": self.estimator,
+            "map_basis": self.map_basis,
+            "kind": self.structure.kind,
+            "n_rows": self.n_rows,
+            "n_observed_rows": self.n_observed_rows,
+            "n_patterns": self.n_patterns,
+            "n_classes": self.n_classes,
+            "loglik": self.loglik,
+            "log_prior": self.log_prior,
+            "n_parameters": self.n_parameters,
+            "bic": self.bic,
+            "aic": self.aic,
+            "icl": self.icl,
+            "entropy": self.entropy,
+            "converged": self.converged,
+            "n_iter": self.n_iter,
+            "restarts": self.restarts,
+            "restart_logliks": [float(v) for v in self.restart_logliks],
+            "seed": self.seed,
+            "tol": self.tol,
+            "max_iter": self.max_iter,
+            "seconds": self.seconds,
+            "structure": self.structure.to_dict(),
+            "params": {k: v.tolist() for k, v in self.params.items()},
+            "conditional_probabilities": self.conditional_probabilities(),
+        }
+        weights = self.class_weights
+        out["class_weights"] = None if weights is None else [float(w) for w in weights]
+        return out
+
+    def summary(self) -> str:
+        """A poLCA-style printout: shares, conditional probabilities, fit statistics."""
+        from .summary import em_summary
+
+        return em_summary(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"EMResult(kind={self.structure.kind!r}, loglik={self.loglik:.4f}, "
+            f"n_parameters={self.n_parameters}, bic={self.bic:.4f}, converged={self.converged}, "
+            f"n_iter={self.n_iter}, restarts={self.restarts})"
+        )
+
+
+def _check_arguments(restarts: int, tol: float, max_iter: int, map_basis: str) -> None:
+    if isinstance(restarts, bool) or not isinstance(restarts, int | np.integer) or restarts < 1:
+        raise LcbayesError(f"restarts must be an integer >= 1, got {restarts!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
+        raise LcbayesError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    if not (isinstance(tol, int | float) and tol > 0):
+        raise LcbayesError(f"tol must be a positive number, got {tol!r}")
+    if map_basis not in ("softmax", "simplex"):
+        raise LcbayesError(f"map_basis must be 'softmax' or 'simplex', got {map_basis!r}")
+
+
+def em(
+    structure: Structure,
+    data: Dataset,
+    restarts: int = 10,
+    seed: int = 0,
+    prior: PriorSpec = None,
+    tol: float = 1e-8,
+    max_iter: int = 2000,
+    map_basis: Literal["softmax", "simplex"] = "softmax",
+) -> EMResult:
+    """Fit ``structure`` to ``data`` by EM from ``restarts`` random starts; keep the best.
+
+    Args:
+        structure: the model (:func:`~lcbayes.latent_class`, :func:`~lcbayes.hlc`,
+            :func:`~lcbayes.dag`).
+        data: the data; missing values are marginalised.
+        restarts: number of random starting points, all run at once.
+        seed: random seed; the same seed gives the same result.
+        prior: ``None`` for maximum likelihood; otherwise a Dirichlet prior (``"dirichlet"`` for
+            pseudo-count 1, a number, or ``{node: pseudo-counts}``) for a MAP estimate.
+        tol: convergence threshold on the change of the objective per observed row.
+        max_iter: iteration limit per restart.
+        map_basis: ``"softmax"`` (add-lambda estimate) or ``"simplex"`` (posterior mode, needs
+            pseudo-counts >= 1); ignored for maximum likelihood.
+    """
+    _check_arguments(restarts, tol, max_iter, map_basis)
+    start = time.perf_counter()
+    data = structure.check_data(data)
+    alphas = prior_tables(structure, prior)
+    if alphas is not None and map_basis == "simplex" and min(a.min() for a in alphas) < 1:
+        raise LcbayesError(
+            "map_basis='simplex' needs every prior pseudo-count >= 1 (the posterior mode is on "
+            "the boundary otherwise); use map_basis='softmax' or a larger prior"
+        )
+    shift = -1.0 if map_basis == "simplex" else 0.0
+    n_obs = max(data.n_observed_rows, 1)
+    patterns = jnp.asarray(data.patterns)
+    weights = jnp.asarray(data.counts)
+    keys = jax.random.split(jax.random.PRNGKey(seed), int(restarts))
+    alpha_arrays = None if alphas is None else tuple(jnp.asarray(a) for a in alphas)
+    runs = _fit(structure, patterns, weights, alpha_arrays, tol * n_obs, keys, int(max_iter),
+                shift)
+    runs = jax.tree_util.tree_map(np.asarray, runs)
+    best = int(np.nanargmax(runs.objective))
+    tables = _order_classes(structure, [t[best] for t in runs.tables])
+    jtables = tuple(jnp.asarray(t) for t in tables)
+    est = _final_e_step(structure, _log(jtables), patterns, weights)
+    n_iter = int(runs.n_iter[best])
+    params = from_tables(structure, tables)
+    return EMResult(
+        structure=structure,
+        params=params,
+        loglik=float(runs.loglik[best]),
+        objective=float(runs.objective[best]),
+        estimator="ml" if alphas is None else "map",
+        map_basis=None if alphas is None else map_basis,
+        log_prior=None if alphas is None else float(dirichlet_log_density(jtables, alphas)),
+        n_iter=n_iter,
+        converged=bool(runs.converged[best]),
+        history=runs.history[best][:n_iter],
+        restart_logliks=runs.loglik,
+        restart_objectives=runs.objective,
+        restart_n_iter=runs.n_iter,
+        restart_converged=runs.converged,
+        n_rows=data.n_rows,
+        n_observed_rows=data.n_observed_rows,
+        n_patterns=data.n_patterns,
+        entropy=float(jnp.where(jnp.any(patterns >= 0, axis=1), weights, 0.0) @ est.hidden_entropy),
+        hidden_posteriors={
+            structure.nodes[h]: np.asarray(m)
+            for h, m in zip(structure.hidden_nodes, est.hidden_marginals, strict=True)
+        },
+        pattern_index=data.pattern_index,
+        seconds=time.perf_counter() - start,
+        seed=int(seed),
+        restarts=int(restarts),
+        tol=float(tol),
+        max_iter=int(max_iter),
+    )

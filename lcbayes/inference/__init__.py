@@ -1,0 +1,113 @@
+"""Exact inference core: per-pattern ``ln p(y | theta)``, posteriors and expected counts.
+
+Two routes, chosen from the structure's kind at trace time:
+
+* :mod:`~lcbayes.inference.enumeration` for latent class models and small DAGs (joint
+  enumeration of hidden states);
+* :mod:`~lcbayes.inference.tree` for HLC trees (upward/downward sum-product).
+
+The functions taking ``(structure, log_tables, patterns, ...)`` are pure JAX and jit with the
+structure static. The public wrappers below take ``{node: CPT}`` parameters and a Dataset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..data import Dataset
+from ..params import from_tables, to_tables
+from ..structure import Structure
+from . import enumeration, tree
+from .estep import EStep
+
+__all__ = [
+    "EStep",
+    "e_step",
+    "expected_counts",
+    "family_posteriors",
+    "hidden_posteriors",
+    "log_likelihood",
+    "log_marginal",
+]
+
+
+def _route(structure: Structure):
+    return tree if structure.kind == "hlc" else enumeration
+
+
+def log_marginal(structure: Structure, log_tables, patterns: jax.Array) -> jax.Array:
+    """``(P,)`` ``ln p(y_p)`` for every pattern (missing values summed out)."""
+    return _route(structure).log_marginal(structure, log_tables, patterns)
+
+
+def e_step(structure: Structure, log_tables, patterns: jax.Array, weights: jax.Array) -> EStep:
+    """Exact E step over weighted patterns; see :class:`EStep`."""
+    return _route(structure).e_step(structure, log_tables, patterns, weights)
+
+
+_jit_e_step = jax.jit(e_step, static_argnums=0)
+
+
+def _prepare(structure: Structure, params: Mapping[str, Any], data: Dataset):
+    data = structure.check_data(data)
+    log_tables = tuple(jnp.log(t) for t in to_tables(structure, params))
+    return data, log_tables, jnp.asarray(data.patterns), jnp.asarray(data.counts)
+
+
+def log_likelihood(structure: Structure, params: Mapping[str, Any], data: Dataset) -> float:
+    """``sum_rows ln p(y_row | theta)`` with missing values marginalised."""
+    data, log_tables, patterns, counts = _prepare(structure, params, data)
+    return float(counts @ _jit_e_step(structure, log_tables, patterns, counts).log_marginal)
+
+
+def hidden_posteriors(
+    structure: Structure, params: Mapping[str, Any], data: Dataset
+) -> dict[str, np.ndarray]:
+    """Posterior marginal of every hidden node for every row: ``{node: (n_rows, r_h)}``."""
+    data, log_tables, patterns, counts = _prepare(structure, params, data)
+    marg = _jit_e_step(structure, log_tables, patterns, counts).hidden_marginals
+    return {
+        structure.nodes[h]: np.asarray(m)[data.pattern_index]
+        for h, m in zip(structure.hidden_nodes, marg, strict=True)
+    }
+
+
+def expected_counts(
+    structure: Structure, params: Mapping[str, Any], data: Dataset
+) -> dict[str, np.ndarray]:
+    """Expected family counts ``sum_rows P(x_i = k, pa_i = l | y)``, CPT-shaped per node.
+
+    An observed node without children whose value is missing adds nothing (its factor is
+    summed out exactly)."""
+    data, log_tables, patterns, counts = _prepare(structure, params, data)
+    return from_tables(structure, _jit_e_step(structure, log_tables, patterns, counts).counts)
+
+
+@partial(jax.jit, static_argnums=0)
+def _per_pattern_counts(structure: Structure, log_tables, patterns: jax.Array):
+    def one(pattern):
+        return e_step(structure, log_tables, pattern[None, :], jnp.ones(1)).counts
+
+    return jax.vmap(one)(patterns)
+
+
+def family_posteriors(
+    structure: Structure, params: Mapping[str, Any], data: Dataset
+) -> dict[str, np.ndarray]:
+    """Per pattern, ``P(x_i = k, pa_i = l | y_p)`` as ``{node: (n_patterns, *cpt_shape)}``.
+
+    Rows follow ``data.select(structure.observed_names).patterns``. For an observed node without
+    children whose value is missing in a pattern the entry is all zeros (its factor was summed
+    out, so it has no family term)."""
+    data, log_tables, patterns, _ = _prepare(structure, params, data)
+    per = _per_pattern_counts(structure, log_tables, patterns)
+    return {
+        name: np.asarray(t).reshape((data.n_patterns, *structure.cpt_shape(i)))
+        for i, (name, t) in enumerate(zip(structure.nodes, per, strict=True))
+    }

@@ -1,0 +1,110 @@
+"""Exact inference on hierarchical latent class trees by sum-product (upward/downward passes).
+
+The hidden nodes form a rooted tree and every observed node is a leaf with a hidden parent. In
+log space, with ``T_v[x_pa, x_v] = ln theta_v`` (the contract of the Geiger/Stat946 digest, B.4):
+
+* upward: ``lambda_v(x_v) = sum_{leaf c} ln theta_c[x_v, y_c] + sum_{hidden c} mu_{c->v}(x_v)``
+  (a missing leaf contributes 0), ``mu_{v->pa}(x_pa) = logsumexp_{x_v} [T_v + lambda_v]`` and
+  ``ln p(y) = logsumexp_{x_root} [ln pi + lambda_root]``;
+* downward: ``tau_root = ln pi`` and, for a hidden child ``c`` of ``v``,
+  ``tau_c(x_c) = logsumexp_{x_v} [tau_v + lambda_v^{-c} + T_c]`` where ``lambda_v^{-c}``
+  leaves out ``c``'s message (summed afresh, never by subtracting ``-inf``);
+* node posteriors ``p(x_v | y) = exp(tau_v + lambda_v - ln p(y))`` and edge posteriors
+  ``p(x_v, x_c | y) = exp(tau_v + lambda_v^{-c} + T_c + lambda_c - ln p(y))``.
+
+The posterior of the hidden nodes is Markov on the tree, so its entropy is
+``H(root) + sum_edges [H(x_v, x_c) - H(x_v)]``. Work is linear in the number of nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import logsumexp, xlogy
+
+from ..structure import Structure
+from .enumeration import _leaf_terms
+from .estep import EStep, safe_normaliser
+
+__all__ = ["e_step", "log_marginal"]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    root: int
+    order: tuple[int, ...]                            # hidden nodes, parents first
+    hidden_children: dict[int, tuple[int, ...]]
+    leaf_children: dict[int, tuple[tuple[int, int], ...]]  # v -> ((leaf node, column), ...)
+
+
+@lru_cache(maxsize=256)
+def _plan(structure: Structure) -> _Plan:
+    column = {i: k for k, i in enumerate(structure.observed_nodes)}
+    order = tuple(i for i in structure.topological_order if structure.hidden[i])
+    hidden_children = {v: tuple(c for c in structure.children[v] if structure.hidden[c])
+                       for v in order}
+    leaf_children = {v: tuple((c, column[c]) for c in structure.children[v]
+                              if not structure.hidden[c]) for v in order}
+    return _Plan(structure.root, order, hidden_children, leaf_children)
+
+
+def _upward(structure: Structure, log_tables, patterns: jax.Array):
+    """Leaf evidence ``own``, upward messages ``up`` and ``lambda`` per hidden node, and the
+    per-pattern log marginal."""
+    plan = _plan(structure)
+    n = patterns.shape[0]
+    own, up, lam = {}, {}, {}
+    for v in reversed(plan.order):
+        acc = jnp.zeros((n, structure.cardinalities[v]))
+        for c, col in plan.leaf_children[v]:
+            acc = acc + _leaf_terms(log_tables[c], patterns[:, col])
+        own[v] = acc
+        lam[v] = acc + sum((up[c] for c in plan.hidden_children[v]), jnp.zeros_like(acc))
+        if v != plan.root:
+            up[v] = logsumexp(log_tables[v][None, :, :] + lam[v][:, None, :], axis=2)
+    log_marg = logsumexp(log_tables[plan.root][0][None, :] + lam[plan.root], axis=1)
+    return own, up, lam, log_marg
+
+
+def log_marginal(structure: Structure, log_tables, patterns: jax.Array) -> jax.Array:
+    """``(P,)`` log probability (or log normaliser) of each pattern."""
+    return _upward(structure, log_tables, patterns)[3]
+
+
+def _entropy(p: jax.Array, axes: tuple[int, ...]) -> jax.Array:
+    return -xlogy(p, p).sum(axis=axes)
+
+
+def e_step(structure: Structure, log_tables, patterns: jax.Array, weights: jax.Array) -> EStep:
+    """Log marginals, expected counts, hidden marginals and posterior entropies."""
+    plan = _plan(structure)
+    own, up, lam, log_marg = _upward(structure, log_tables, patterns)
+    norm = safe_normaliser(log_marg)
+    tau = {plan.root: jnp.broadcast_to(log_tables[plan.root][0], lam[plan.root].shape)}
+    counts: dict[int, jax.Array] = {}
+    entropy = jnp.zeros(patterns.shape[0])
+    marginals = {}
+    for v in plan.order:
+        marginals[v] = jnp.exp(tau[v] + lam[v] - norm[:, None])
+        for c in plan.hidden_children[v]:
+            others = (up[o] for o in plan.hidden_children[v] if o != c)
+            outside = tau[v] + own[v] + sum(others, jnp.zeros_like(own[v]))
+            joint = outside[:, :, None] + log_tables[c][None, :, :]
+            tau[c] = logsumexp(joint, axis=1)
+            edge = jnp.exp(joint + lam[c][:, None, :] - norm[:, None, None])
+            counts[c] = jnp.einsum("p,pab->ab", weights, edge)
+            entropy = entropy + _entropy(edge, (1, 2)) - _entropy(marginals[v], (1,))
+        for c, col in plan.leaf_children[v]:
+            y_onehot = jax.nn.one_hot(patterns[:, col], structure.cardinalities[c])
+            counts[c] = (weights[:, None] * marginals[v]).T @ y_onehot
+    counts[plan.root] = (weights @ marginals[plan.root])[None, :]
+    entropy = entropy + _entropy(marginals[plan.root], (1,))
+    return EStep(
+        log_marg,
+        tuple(counts[i] for i in range(structure.n_nodes)),
+        tuple(marginals[h] for h in structure.hidden_nodes),
+        entropy,
+    )

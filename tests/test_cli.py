@@ -1,0 +1,123 @@
+"""The ``lcbayes`` command: JSON contract, plain output, errors, reproducibility."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from lcbayes.cli import main
+
+from .conftest import shared_csv
+
+REQUIRED_KEYS = {
+    "method", "n_rows", "n_patterns", "n_classes", "loglik", "n_parameters", "bic", "aic", "icl",
+    "converged", "n_iter", "seconds", "class_weights", "conditional_probabilities",
+}
+
+
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("LCBAYES_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "jax-cache"))
+
+
+def _run(capsys, *argv):
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_fit_json_has_the_documented_fields(capsys):
+    path = shared_csv("carcinoma.csv")
+    status, out, _ = _run(capsys, "fit", str(path), "--classes", "3", "--restarts", "20",
+                          "--seed", "0", "--json")
+    assert status == 0
+    result = json.loads(out)
+    assert REQUIRED_KEYS <= set(result)
+    assert result["method"] == "em" and result["n_classes"] == 3
+    assert result["n_rows"] == 118 and result["n_patterns"] == 20
+    assert result["loglik"] == pytest.approx(-293.7050, abs=1e-3)
+    assert result["n_parameters"] == 23
+    assert len(result["class_weights"]) == 3
+    probs = result["conditional_probabilities"]
+    assert set(probs) == set("ABCDEFG") and len(probs["A"]) == 3
+    assert all(sum(row.values()) == pytest.approx(1.0) for row in probs["A"])
+
+
+def test_same_seed_same_output(capsys):
+    path = str(shared_csv("carcinoma.csv"))
+    args = ("fit", path, "--classes", "2", "--restarts", "5", "--seed", "3", "--json")
+    first = json.loads(_run(capsys, *args)[1])
+    second = json.loads(_run(capsys, *args)[1])
+    first.pop("seconds")
+    second.pop("seconds")
+    assert first == second
+
+
+def test_plain_output_reads_like_polca(capsys):
+    path = str(shared_csv("carcinoma.csv"))
+    status, out, _ = _run(capsys, "fit", path, "--classes", "2", "--columns", "A,B,C,D")
+    assert status == 0
+    assert "Estimated class population shares" in out
+    assert "$D" in out and "$E" not in out
+    assert "log-likelihood:" in out and "BIC" in out
+
+
+def test_missing_values_are_used_not_dropped(capsys, tmp_path):
+    csv = tmp_path / "gaps.csv"
+    csv.write_text("a,b,c\n" + "x,1,yes\n,2,no\n" * 10 + "y,,\n" * 5 + ",,\n")
+    status, out, err = _run(capsys, "fit", str(csv), "--classes", "2", "--json")
+    assert status == 0
+    result = json.loads(out)
+    assert result["n_rows"] == 26 and result["n_observed_rows"] == 25
+    assert "no observed value" in err  # the fully missing row is reported
+
+
+def test_structure_file_fits_an_hlc_model(capsys, tmp_path):
+    spec = tmp_path / "tree.json"
+    spec.write_text(json.dumps({"kind": "hlc", "tree": {"H": ["H1", "A", "B"],
+                                                         "H1": ["C", "D", "E"]},
+                                "cardinalities": {"H": 2, "H1": 2}}))
+    path = str(shared_csv("carcinoma.csv"))
+    status, out, _ = _run(capsys, "fit", path, "--structure", str(spec), "--json")
+    assert status == 0
+    result = json.loads(out)
+    assert result["kind"] == "hlc" and result["n_classes"] is None
+    assert result["n_parameters"] == 1 + 2 * 1 + 2 * 2 + 3 * 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--classes", "0"], "n_classes"),
+        (["--classes", "2", "--columns", "A,Z"], "unknown column"),
+        (["--classes", "2", "--restarts", "0"], "restarts"),
+        ([], "--classes"),
+    ],
+)
+def test_bad_input_is_one_line_and_status_two(capsys, argv, message):
+    path = str(shared_csv("carcinoma.csv"))
+    status, out, err = _run(capsys, "fit", path, *argv)
+    assert status == 2
+    assert out == ""
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+
+
+def test_high_cardinality_column_is_refused(capsys, tmp_path):
+    csv = tmp_path / "ages.csv"
+    csv.write_text("age,x\n" + "".join(f"{20 + i},{i % 2}\n" for i in range(80)))
+    status, _, err = _run(capsys, "fit", str(csv), "--classes", "2")
+    assert status == 2 and "'age'" in err and "bin" in err
+
+
+def test_console_script_reports_errors_without_traceback(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "lcbayes.cli", "fit", str(tmp_path / "absent.csv"),
+         "--classes", "2"],
+        capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("lcbayes: error: no such file")
+    assert "Traceback" not in proc.stderr
