@@ -323,7 +323,7 @@ def em(
         objective=float(runs.objective[best]),
         estimator="ml" if alphas is None else "map",
         map_basis=None if alphas is None else map_basis,
-        log_prior=None if alphas is None else float(dirichlet_log_density(jtables, alphas)),
+        log_prior=None if alphas is None else dirichlet_log_density(tables, alphas),
         n_iter=n_iter,
         converged=bool(runs.converged[best]),
         history=runs.history[best][:n_iter],

@@ -53,23 +53,24 @@ def test_model_without_data_is_the_prior():
     assert float(value) == pytest.approx(lcb.log_prior(structure, params, "dirichlet"))
 
 
-def test_sites_have_cpt_shapes_and_prior_draws_sum_to_one():
+def test_sites_have_cpt_shapes():
     data = _data()
     structure = _structures(data)["dag"]
-    model = lcb.numpyro_model(structure)
-    trace = numpyro.handlers.trace(numpyro.handlers.seed(model, 0)).get_trace(data)
+    params = lcb.random_params(structure, seed=2)
+    model = numpyro.handlers.substitute(lcb.numpyro_model(structure), data=params)
+    trace = numpyro.handlers.trace(model).get_trace(data)
     for i, name in enumerate(structure.nodes):
         assert trace[name]["value"].shape == structure.cpt_shape(i)
-        np.testing.assert_allclose(trace[name]["value"].sum(-1), 1.0, rtol=1e-12)
-    assert trace["log_likelihood"]["type"] == "sample"  # numpyro.factor site
+    expected = lcb.log_likelihood(structure, params, data)
+    assert float(trace["log_likelihood"]["fn"].log_factor) == pytest.approx(expected)
 
 
 def test_nuts_runs_on_a_latent_class_model():
-    data = _data(n=40)
+    data = _data(n=40).select(["X1", "X2"])
     structure = lcb.latent_class(data, 2)
     mcmc = numpyro.infer.MCMC(numpyro.infer.NUTS(lcb.numpyro_model(structure)),
-                              num_warmup=30, num_samples=30, progress_bar=False)
+                              num_warmup=20, num_samples=20, progress_bar=False)
     mcmc.run(jax.random.PRNGKey(0), data)
     draws = mcmc.get_samples()
-    assert draws["class"].shape == (30, 2)
-    assert np.all(np.isfinite(np.asarray(draws["X2"])))
+    assert draws["class"].shape == (20, 2)
+    np.testing.assert_allclose(np.asarray(draws["X2"]).sum(-1), 1.0, rtol=1e-10)
