@@ -48,6 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--columns", help="comma-separated columns to use (default: all)")
     fit.add_argument("--method", default="em", choices=["em"], help="estimation method")
     fit.add_argument("--restarts", type=int, default=10, help="random starts (default 10)")
+    fit.add_argument("--keep", type=int, default=None,
+                     help="two-stage run: all restarts 10 iterations, the KEEP best continue")
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     fit.add_argument("--prior", type=float, default=None,
                      help="Dirichlet pseudo-count for a MAP fit (default: maximum likelihood)")
@@ -89,7 +91,7 @@ def _fit(args: argparse.Namespace) -> int:
     if args.structure is not None:
         data = structure.check_data(data)
     result = em(structure, data, restarts=args.restarts, seed=args.seed,
-                prior=args.prior, tol=args.tol, max_iter=args.max_iter)
+                prior=args.prior, tol=args.tol, max_iter=args.max_iter, keep=args.keep)
     if args.json:
         out = result.to_dict()
         out["seconds"] = time.perf_counter() - start

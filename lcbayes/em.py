@@ -43,8 +43,8 @@ from jax.scipy.special import xlogy
 from . import scores
 from .data import Dataset
 from .errors import LcbayesError
-from .inference import e_step, log_marginal
-from .params import PriorSpec, dirichlet_log_density, from_tables, prior_tables, random_tables
+from .inference import Evidence, e_step, log_marginal, prepare
+from .params import PriorSpec, dirichlet_log_density, from_tables, prior_tables
 from .structure import Structure
 
 __all__ = ["EMResult", "em"]
@@ -81,35 +81,97 @@ def _log(tables):
     return tuple(jnp.log(t) for t in tables)
 
 
-@partial(jax.jit, static_argnames=("structure", "max_iter", "shift"))
-def _fit(structure: Structure, patterns, weights, alphas, tol_total, keys, max_iter: int,
-         shift: float) -> _Runs:
-    """Run EM from every key in ``keys``; returns every restart's outcome."""
+def _initial_tables(structure: Structure, evidence: Evidence, weights, key):
+    """A random start: every pattern gets random responsibilities (Dirichlet(1) per hidden node,
+    as virtual evidence under flat tables), followed by one ML M step. Starts lie near the
+    data's margins, like StepMix's and Mplus' random starts."""
+    n = evidence.one_hot.shape[0]
+    keys = jax.random.split(key, max(len(structure.hidden_nodes), 1))
+    noise = tuple(
+        -jnp.log(jax.random.exponential(k, (n, structure.cardinalities[h]), dtype=jnp.float64))
+        for k, h in zip(keys, structure.hidden_nodes, strict=False)
+    )  # log of normalised exponentials = log Dirichlet(1), up to a per-pattern constant
+    flat = tuple(jnp.zeros((structure.n_configs(i), r))
+                 for i, r in enumerate(structure.cardinalities))
+    return _m_step(e_step(structure, flat, evidence, weights, noise).counts, None, 0.0)
+
+
+@partial(jax.jit, static_argnames=("structure",))
+def _starts(structure: Structure, patterns, weights, keys):
+    """One random start per key (a batch of tables)."""
+    evidence = prepare(structure, patterns)
+    return jax.vmap(lambda key: _initial_tables(structure, evidence, weights, key))(keys)
+
+
+@partial(jax.jit, static_argnames=("structure", "max_iter", "shift", "batch_size"))
+def _fit(structure: Structure, patterns, weights, alphas, tol_total, starts, limit,
+         max_iter: int, shift: float, batch_size: int) -> _Runs:
+    """Run EM from every start in ``starts`` for at most ``limit`` (<= ``max_iter``, the
+    history length) iterations, ``batch_size`` restarts vmapped at a time."""
+    evidence = prepare(structure, patterns)
 
     def objective(tables, log_marg):
         return weights @ log_marg + _prior_term(tables, alphas, shift)
 
-    def run(key):
+    def run(tables):
         def cond(state):
             _, _, _, it, done = state
-            return (it < max_iter) & ~done
+            return (it < limit) & ~done
 
         def body(state):
             tables, history, previous, it, _ = state
-            est = e_step(structure, _log(tables), patterns, weights)
+            est = e_step(structure, _log(tables), evidence, weights)
             value = objective(tables, est.log_marginal)
             done = jnp.abs(value - previous) < tol_total
             return (_m_step(est.counts, alphas, shift), history.at[it].set(value), value,
                     it + 1, done)
 
-        start = (random_tables(structure, key), jnp.full(max_iter, jnp.nan), jnp.array(-jnp.inf),
-                 jnp.array(0), jnp.array(False))
+        start = (tables, jnp.full(max_iter, jnp.nan), jnp.array(-jnp.inf), jnp.array(0),
+                 jnp.array(False))
         tables, history, _, n_iter, done = jax.lax.while_loop(cond, body, start)
-        log_marg = log_marginal(structure, _log(tables), patterns)
+        log_marg = log_marginal(structure, _log(tables), evidence)
         return _Runs(tables, history, n_iter, done, weights @ log_marg,
                      objective(tables, log_marg))
 
-    return jax.vmap(run)(keys)
+    return jax.lax.map(run, starts, batch_size=batch_size)
+
+
+def _run_restarts(structure, patterns, weights, alphas, tol_total, starts, max_iter: int,
+                  shift: float, batch_size: int, keep: int | None, burn_in: int):
+    """All restarts to convergence, or (``keep``) a two-stage run: every start for ``burn_in``
+    iterations side by side, then only the ``keep`` best continue (Mplus' initial and final
+    stage; Chickering & Heckerman's multiple-restart EM as used by Karčiauskas §3.3).
+
+    Returns the NumPy outcome of every restart and which restarts reached the final stage."""
+    n = starts[0].shape[0]
+    args = (structure, patterns, weights, alphas, tol_total)
+    if keep is None or keep >= n or burn_in >= max_iter:
+        runs = _fit(*args, starts, max_iter, max_iter, shift, batch_size)
+        return jax.tree_util.tree_map(np.asarray, runs), np.ones(n, dtype=bool)
+    first = jax.tree_util.tree_map(np.asarray, _fit(*args, starts, burn_in, max_iter, shift, n))
+    chosen = np.sort(np.argsort(-np.nan_to_num(first.objective, nan=-np.inf),
+                                kind="stable")[:keep])
+    picked = tuple(jnp.asarray(t[chosen]) for t in first.tables)
+    second = jax.tree_util.tree_map(
+        np.asarray, _fit(*args, picked, max_iter - burn_in, max_iter, shift, batch_size)
+    )
+    history = first.history.copy()
+    for row, r in enumerate(chosen):
+        done = first.n_iter[r]
+        history[r, done:] = second.history[row, : max_iter - done]
+    merged = _Runs(
+        tables=tuple(t.copy() for t in first.tables),
+        history=history, n_iter=first.n_iter.copy(), converged=first.converged.copy(),
+        loglik=first.loglik.copy(), objective=first.objective.copy(),
+    )
+    for name in ("n_iter", "converged", "loglik", "objective"):
+        getattr(merged, name)[chosen] = (getattr(second, name) + first.n_iter[chosen]
+                                         if name == "n_iter" else getattr(second, name))
+    for table, part in zip(merged.tables, second.tables, strict=True):
+        table[chosen] = part
+    kept = np.zeros(n, dtype=bool)
+    kept[chosen] = True
+    return merged, kept
 
 
 _final_e_step = jax.jit(e_step, static_argnums=0)
@@ -129,7 +191,8 @@ class EMResult:
     """Outcome of :func:`em`: the best restart's estimate, scores and every restart's fit.
 
     ``hidden_posteriors`` are per data *pattern*; :attr:`class_posteriors` expands the class of a
-    latent class model to rows.
+    latent class model to rows. ``restart_kept`` marks the restarts that ran to the end (all of
+    them unless ``keep`` asked for a two-stage run).
     """
 
     structure: Structure
@@ -146,6 +209,7 @@ class EMResult:
     restart_objectives: np.ndarray
     restart_n_iter: np.ndarray
     restart_converged: np.ndarray
+    restart_kept: np.ndarray
     n_rows: int
     n_observed_rows: int
     n_patterns: int
@@ -276,6 +340,9 @@ def em(
     tol: float = 1e-8,
     max_iter: int = 2000,
     map_basis: Literal["softmax", "simplex"] = "softmax",
+    batch_size: int | None = None,
+    keep: int | None = None,
+    burn_in: int = 10,
 ) -> EMResult:
     """Fit ``structure`` to ``data`` by EM from ``restarts`` random starts; keep the best.
 
@@ -291,8 +358,21 @@ def em(
         max_iter: iteration limit per restart.
         map_basis: ``"softmax"`` (add-lambda estimate) or ``"simplex"`` (posterior mode, needs
             pseudo-counts >= 1); ignored for maximum likelihood.
+        batch_size: restarts run side by side (``vmap``); the rest run one batch after another,
+            each restart stopping on its own. Default: all of them on a GPU/TPU, one at a time
+            on a CPU, where batching gains little and every restart would run as long as the
+            slowest. Results do not depend on it.
+        keep: if given, a two-stage run: all ``restarts`` starts run ``burn_in`` iterations
+            side by side, then only the ``keep`` best continue to convergence (like Mplus'
+            ``STARTS = restarts keep``). Much faster when some starts stall near saddle points;
+            ``None`` (default) runs every restart to convergence.
+        burn_in: iterations of the first stage when ``keep`` is given.
     """
     _check_arguments(restarts, tol, max_iter, map_basis)
+    for name, value in (("keep", keep), ("burn_in", burn_in), ("batch_size", batch_size)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
+            raise LcbayesError(f"{name} must be an integer >= 1, got {value!r}")
     start = time.perf_counter()
     data = structure.check_data(data)
     alphas = prior_tables(structure, prior)
@@ -307,9 +387,12 @@ def em(
     weights = jnp.asarray(data.counts)
     keys = jax.random.split(jax.random.PRNGKey(seed), int(restarts))
     alpha_arrays = None if alphas is None else tuple(jnp.asarray(a) for a in alphas)
-    runs = _fit(structure, patterns, weights, alpha_arrays, tol * n_obs, keys, int(max_iter),
-                shift)
-    runs = jax.tree_util.tree_map(np.asarray, runs)
+    if batch_size is None:
+        batch_size = 1 if jax.default_backend() == "cpu" else int(restarts)
+    starts = _starts(structure, patterns, weights, keys)
+    runs, kept = _run_restarts(structure, patterns, weights, alpha_arrays, tol * n_obs, starts,
+                               int(max_iter), shift, min(int(batch_size), int(restarts)),
+                               keep, int(burn_in))
     best = int(np.nanargmax(runs.objective))
     tables = _order_classes(structure, [t[best] for t in runs.tables])
     jtables = tuple(jnp.asarray(t) for t in tables)
@@ -331,6 +414,7 @@ def em(
         restart_objectives=runs.objective,
         restart_n_iter=runs.n_iter,
         restart_converged=runs.converged,
+        restart_kept=kept,
         n_rows=data.n_rows,
         n_observed_rows=data.n_observed_rows,
         n_patterns=data.n_patterns,

@@ -138,19 +138,6 @@ def log_prior(structure: Structure, params: Mapping[str, Any], prior: PriorSpec 
     return dirichlet_log_density(to_tables(structure, params), alphas)
 
 
-def random_tables(structure: Structure, key: jax.Array) -> tuple[jax.Array, ...]:
-    """Every CPT row uniform on its simplex (Dirichlet(1), as normalised exponentials; one
-    random draw for all tables keeps the compiled code small)."""
-    shapes = [(structure.n_configs(i), r) for i, r in enumerate(structure.cardinalities)]
-    sizes = np.cumsum([q * r for q, r in shapes])[:-1]
-    draws = jax.random.exponential(key, (sum(q * r for q, r in shapes),), dtype=jnp.float64)
-    out = []
-    for shape, chunk in zip(shapes, jnp.split(draws, sizes), strict=True):
-        table = chunk.reshape(shape)
-        out.append(table / table.sum(axis=-1, keepdims=True))
-    return tuple(out)
-
-
 def random_params(structure: Structure, seed: int = 0, prior: PriorSpec = "dirichlet") -> Params:
     """Parameters drawn from a Dirichlet prior (default pseudo-count 1: uniform on every
     simplex); the same seed gives the same parameters."""

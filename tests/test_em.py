@@ -216,3 +216,38 @@ def test_bad_arguments_are_refused_with_a_clear_message(small_models, kwargs, ma
     structure, data = small_models["lc"]
     with pytest.raises(lcb.LcbayesError, match=match):
         lcb.em(structure, data, **kwargs)
+
+
+ELECTION_RATINGS = ["MORALG", "CARESG", "KNOWG", "LEADG", "DISHONG", "INTELG",
+                    "MORALB", "CARESB", "KNOWB", "LEADB", "DISHONB", "INTELB"]
+
+
+def test_election_ratings_use_every_row_and_marginalise_gaps():
+    from .conftest import shared_csv
+
+    data = lcb.Dataset.from_csv(shared_csv("election.csv"), columns=ELECTION_RATINGS)
+    fit = lcb.em(lcb.latent_class(data, 2), data, restarts=4, seed=0)
+    assert fit.n_rows == 1785 == data.n_rows
+    assert sum(data.n_missing.values()) > 0
+    # independent NumPy evaluation: sum_rows log sum_k pi_k prod_{j observed} theta_j[k, y_j]
+    log_joint = np.log(fit.params["class"])[None, :].repeat(data.n_rows, axis=0)
+    for j, name in enumerate(ELECTION_RATINGS):
+        y = data.codes[:, j]
+        seen = y >= 0
+        log_joint[seen] += np.log(fit.params[name][:, y[seen]]).T
+    row_loglik = np.logaddexp.reduce(log_joint, axis=1)
+    assert fit.loglik == pytest.approx(row_loglik.sum(), rel=1e-10)
+    assert fit.converged
+
+
+def test_two_stage_restarts_keep_the_best_and_stay_monotone(carcinoma):
+    full = lcb.em(lcb.latent_class(carcinoma, 3), carcinoma, restarts=16, seed=0)
+    staged = lcb.em(lcb.latent_class(carcinoma, 3), carcinoma, restarts=16, seed=0, keep=4,
+                    burn_in=5)
+    assert staged.restart_kept.sum() == 4 and full.restart_kept.all()
+    assert staged.loglik == pytest.approx(POLCA_CARCINOMA[3][0], abs=1e-3)
+    assert np.diff(staged.history).min() >= -1e-9 * abs(staged.loglik)
+    assert staged.n_iter == len(staged.history) > 5
+    # the kept starts are the best after the burn-in; the pruned ones stopped there
+    assert np.all(staged.restart_n_iter[~staged.restart_kept] <= 5)
+    assert staged.restart_n_iter.sum() < full.restart_n_iter.sum()

@@ -24,16 +24,18 @@ from ..data import Dataset
 from ..params import from_tables, to_tables
 from ..structure import Structure
 from . import enumeration, tree
-from .estep import EStep
+from .estep import EStep, Evidence
 
 __all__ = [
     "EStep",
+    "Evidence",
     "e_step",
     "expected_counts",
     "family_posteriors",
     "hidden_posteriors",
     "log_likelihood",
     "log_marginal",
+    "prepare",
 ]
 
 
@@ -41,14 +43,30 @@ def _route(structure: Structure):
     return tree if structure.kind == "hlc" else enumeration
 
 
-def log_marginal(structure: Structure, log_tables, patterns: jax.Array) -> jax.Array:
-    """``(P,)`` ``ln p(y_p)`` for every pattern (missing values summed out)."""
-    return _route(structure).log_marginal(structure, log_tables, patterns)
+def prepare(structure: Structure, patterns: jax.Array) -> Evidence:
+    """The data patterns in the form the structure's route consumes (build once, reuse)."""
+    return _route(structure).prepare(structure, jnp.asarray(patterns))
 
 
-def e_step(structure: Structure, log_tables, patterns: jax.Array, weights: jax.Array) -> EStep:
-    """Exact E step over weighted patterns; see :class:`EStep`."""
-    return _route(structure).e_step(structure, log_tables, patterns, weights)
+def _evidence(structure: Structure, data: Evidence | jax.Array) -> Evidence:
+    return data if isinstance(data, Evidence) else prepare(structure, data)
+
+
+def log_marginal(structure: Structure, log_tables, data: Evidence | jax.Array) -> jax.Array:
+    """``(P,)`` ``ln p(y_p)`` for every pattern (missing values summed out).
+
+    ``data`` is a ``(P, J)`` pattern matrix or the :class:`Evidence` built from it."""
+    return _route(structure).log_marginal(structure, log_tables, _evidence(structure, data))
+
+
+def e_step(structure: Structure, log_tables, data: Evidence | jax.Array, weights: jax.Array,
+           virtual_evidence: tuple[jax.Array, ...] | None = None) -> EStep:
+    """Exact E step over weighted patterns; see :class:`EStep`.
+
+    ``virtual_evidence`` optionally adds, per hidden node (``Structure.hidden_nodes`` order), a
+    ``(P, r_h)`` array of log factors on its states for each pattern."""
+    return _route(structure).e_step(structure, log_tables, _evidence(structure, data), weights,
+                                    virtual_evidence)
 
 
 _jit_e_step = jax.jit(e_step, static_argnums=0)

@@ -10,12 +10,13 @@ node lies in ``E``. For a pattern ``y`` and a joint state ``e`` of ``E``::
 
 and ``ln p(y) = logsumexp_e ln p(y, e)`` (Beal & Ghahramani eq. 7). For a latent class model
 ``E`` is the class alone and this is the familiar
-``logsumexp_k [ln pi_k + sum_j ln theta_j[k, y_j]]``
-(Whiley §1.2). The posterior ``q(e) = p(e | y)`` gives the expected counts of every family
-(Beal & Ghahramani eq. 19); an observed leaf with a missing value contributes no count (its factor
-was summed out exactly).
+``logsumexp_k [ln pi_k + sum_j ln theta_j[k, y_j]]`` (Whiley §1.2). The posterior
+``q(e) = p(e | y)`` gives the expected counts of every family (Beal & Ghahramani eq. 19); an
+observed leaf with a missing value contributes no count (its factor was summed out exactly).
 
-The work is ``O(P x S x J)`` for ``P`` patterns and ``S`` joint states; every shape is static.
+The leaf sum is one matrix product ``Y M^T`` of the ``(P, R)`` one-hot data with the ``(S, R)``
+log CPT entries of every joint state, and the leaf counts are ``(w q)^T Y``: ``O(P S R)`` work
+in two dense products per step, every shape static.
 """
 
 from __future__ import annotations
@@ -29,9 +30,16 @@ import numpy as np
 from jax.scipy.special import logsumexp, xlogy
 
 from ..structure import Structure
-from .estep import EStep, safe_normaliser
+from .estep import (
+    EStep,
+    Evidence,
+    finite_log,
+    one_hot_columns,
+    restore_minus_inf,
+    safe_normaliser,
+)
 
-__all__ = ["e_step", "log_marginal"]
+__all__ = ["e_step", "log_marginal", "prepare"]
 
 
 @dataclass(frozen=True)
@@ -42,9 +50,10 @@ class _Plan:
     n_states: int
     value: dict[int, np.ndarray]          # node in E -> (S,) its value in each joint state
     config: dict[int, np.ndarray]         # node -> (S,) its parent configuration in each state
-    config_onehot: dict[int, np.ndarray]  # leaf -> (S, q_i) one-hot of config (None: identity)
+    config_onehot: dict[int, np.ndarray | None]  # leaf -> (S, q_i) one-hot (None: identity)
     column: dict[int, int]                # observed node -> its column in the patterns
     leaves: tuple[int, ...]               # observed nodes outside E
+    offsets: tuple[int, ...]              # leaf -> first column in the one-hot evidence
     hidden_onehot: dict[int, np.ndarray]  # hidden node -> (S, r_h)
     hidden_state_onehot: np.ndarray | None  # (S, S_h) joint hidden state, None if S_h == S
 
@@ -67,6 +76,7 @@ def _plan(structure: Structure) -> _Plan:
             config[i] = np.zeros(n_states, dtype=np.int64)
     column = {i: k for k, i in enumerate(structure.observed_nodes)}
     leaves = tuple(i for i in structure.observed_nodes if i not in value)
+    offsets = tuple(np.cumsum([0] + [structure.cardinalities[i] for i in leaves])[:-1].tolist())
     config_onehot = {}
     for i in leaves:
         q = structure.n_configs(i)
@@ -84,48 +94,63 @@ def _plan(structure: Structure) -> _Plan:
         hidden_state_onehot = np.eye(int(np.prod(hidden_cards)))[index]
     else:
         hidden_state_onehot = np.ones((n_states, 1))
-    return _Plan(enumerated, n_states, value, config, config_onehot, column, leaves,
+    return _Plan(enumerated, n_states, value, config, config_onehot, column, leaves, offsets,
                  hidden_onehot, hidden_state_onehot)
 
 
-def _leaf_terms(log_table: jax.Array, y: jax.Array) -> jax.Array:
-    """``(P, q)`` log CPT entries of each pattern's value under every parent configuration
-    (zero where the value is missing)."""
-    seen = y >= 0
-    terms = log_table[:, jnp.where(seen, y, 0)].T
-    return jnp.where(seen[:, None], terms, 0.0)
+def prepare(structure: Structure, patterns: jax.Array) -> Evidence:
+    """One-hot leaf evidence and the consistency of observed parents with each joint state."""
+    plan = _plan(structure)
+    one_hot = one_hot_columns(patterns, [plan.column[i] for i in plan.leaves],
+                              [structure.cardinalities[i] for i in plan.leaves])
+    observed_parents = [i for i in plan.enumerated if i in plan.column]
+    if not observed_parents:
+        return Evidence(one_hot, None)
+    agree = jnp.ones((patterns.shape[0], plan.n_states), dtype=bool)
+    for i in observed_parents:
+        y = patterns[:, plan.column[i]][:, None]
+        agree = agree & ((y < 0) | (y == plan.value[i][None, :]))
+    return Evidence(one_hot, jnp.where(agree, 0.0, -jnp.inf))
 
 
-def _log_joint(structure: Structure, log_tables, patterns: jax.Array) -> jax.Array:
-    """``(P, S)`` values of ``ln p(y_p, e)``."""
+def _log_joint(structure: Structure, log_tables, evidence: Evidence, virtual_evidence=None):
+    """``(P, S)`` values of ``ln p(y_p, e)`` (plus any per-pattern virtual evidence on hidden
+    nodes, ``virtual_evidence[h][p, e_h]``)."""
     plan = _plan(structure)
     prior = jnp.zeros(plan.n_states)
     for i in plan.enumerated:
         prior = prior + log_tables[i][plan.config[i], plan.value[i]]
-    logj = jnp.broadcast_to(prior, (patterns.shape[0], plan.n_states))
-    for i in plan.enumerated:
-        if i in plan.column:
-            y = patterns[:, plan.column[i]][:, None]
-            logj = jnp.where((y < 0) | (y == plan.value[i][None, :]), logj, -jnp.inf)
-    for i in plan.leaves:
-        terms = _leaf_terms(log_tables[i], patterns[:, plan.column[i]])
-        logj = logj + (terms if plan.config_onehot[i] is None else terms[:, plan.config[i]])
-    return logj
+    logj = prior[None, :]
+    if plan.leaves:
+        per_state = jnp.concatenate(
+            [finite_log(log_tables[i] if plan.config_onehot[i] is None
+                        else log_tables[i][plan.config[i]]) for i in plan.leaves],
+            axis=1,
+        )  # (S, R)
+        logj = logj + restore_minus_inf(evidence.one_hot @ per_state.T)
+    if evidence.log_consistency is not None:
+        logj = logj + evidence.log_consistency
+    if virtual_evidence is not None:
+        for h, extra in zip(structure.hidden_nodes, virtual_evidence, strict=True):
+            logj = logj + extra[:, plan.value[h]]
+    return jnp.broadcast_to(logj, (evidence.one_hot.shape[0], plan.n_states))
 
 
-def log_marginal(structure: Structure, log_tables, patterns: jax.Array) -> jax.Array:
+def log_marginal(structure: Structure, log_tables, evidence: Evidence) -> jax.Array:
     """``(P,)`` log probability (or log normaliser, for unnormalised tables) of each pattern."""
-    return logsumexp(_log_joint(structure, log_tables, patterns), axis=1)
+    return logsumexp(_log_joint(structure, log_tables, evidence), axis=1)
 
 
-def e_step(structure: Structure, log_tables, patterns: jax.Array, weights: jax.Array) -> EStep:
+def e_step(structure: Structure, log_tables, evidence: Evidence, weights: jax.Array,
+           virtual_evidence=None) -> EStep:
     """Log marginals, expected counts, hidden marginals and posterior entropies."""
     plan = _plan(structure)
-    logj = _log_joint(structure, log_tables, patterns)
+    logj = _log_joint(structure, log_tables, evidence, virtual_evidence)
     log_marg = logsumexp(logj, axis=1)
     q = jnp.exp(logj - safe_normaliser(log_marg)[:, None])
     mass = weights[:, None] * q
     state_mass = mass.sum(axis=0)
+    leaf_counts = mass.T @ evidence.one_hot  # (S, R)
     counts = []
     for i in range(structure.n_nodes):
         q_i, r_i = structure.n_configs(i), structure.cardinalities[i]
@@ -133,10 +158,10 @@ def e_step(structure: Structure, log_tables, patterns: jax.Array, weights: jax.A
             flat = plan.config[i] * r_i + plan.value[i]
             counts.append(jnp.zeros(q_i * r_i).at[flat].add(state_mass).reshape(q_i, r_i))
         else:
+            start = plan.offsets[plan.leaves.index(i)]
+            block = leaf_counts[:, start:start + r_i]
             onehot = plan.config_onehot[i]
-            per_config = mass if onehot is None else mass @ onehot
-            y_onehot = jax.nn.one_hot(patterns[:, plan.column[i]], r_i, dtype=mass.dtype)
-            counts.append(per_config.T @ y_onehot)
+            counts.append(block if onehot is None else onehot.T @ block)
     hidden_marginals = tuple(q @ plan.hidden_onehot[h] for h in structure.hidden_nodes)
     q_hidden = q if plan.hidden_state_onehot is None else q @ plan.hidden_state_onehot
     entropy = -xlogy(q_hidden, q_hidden).sum(axis=1)

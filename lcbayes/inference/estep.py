@@ -1,4 +1,4 @@
-"""The result type shared by the exact inference routes."""
+"""Types and helpers shared by the exact inference routes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,27 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-__all__ = ["EStep", "safe_normaliser"]
+__all__ = ["EStep", "Evidence", "finite_log", "one_hot_columns", "restore_minus_inf",
+           "safe_normaliser"]
+
+#: Stand-in for ``ln 0`` inside matrix products: ``0 * -inf`` would be NaN, ``0 * -1e280`` is 0,
+#: and a sum of a few thousand such entries stays finite and far below any real log probability.
+_LOG_ZERO = -1e280
+_LOG_ZERO_THRESHOLD = -1e270
+
+
+class Evidence(NamedTuple):
+    """The data in the form the inference routes consume, built once per data set.
+
+    Attributes:
+        one_hot: ``(P, R)`` one-hot codes of the observed leaf values (all zeros where a value is
+            missing), columns grouped as the route needs them.
+        log_consistency: ``(P, S)`` 0 / ``-inf`` agreement of each joint enumerated state with
+            the observed values of observed parent nodes (enumeration route), else ``None``.
+    """
+
+    one_hot: jax.Array
+    log_consistency: jax.Array | None
 
 
 class EStep(NamedTuple):
@@ -27,6 +47,27 @@ class EStep(NamedTuple):
     counts: tuple[jax.Array, ...]
     hidden_marginals: tuple[jax.Array, ...]
     hidden_entropy: jax.Array
+
+
+def one_hot_columns(patterns: jax.Array, columns, cardinalities) -> jax.Array:
+    """``(P, sum r)`` one-hot codes of the given pattern columns, zeros for missing values."""
+    if not columns:
+        return jnp.zeros((patterns.shape[0], 0))
+    return jnp.concatenate(
+        [jax.nn.one_hot(patterns[:, c], r, dtype=jnp.float64)
+         for c, r in zip(columns, cardinalities, strict=True)],
+        axis=1,
+    )
+
+
+def finite_log(log_table: jax.Array) -> jax.Array:
+    """``log_table`` with ``-inf`` replaced by a huge finite negative, for matrix products."""
+    return jnp.where(jnp.isneginf(log_table), _LOG_ZERO, log_table)
+
+
+def restore_minus_inf(values: jax.Array) -> jax.Array:
+    """Undo :func:`finite_log` after a product: any sum that picked a zero becomes ``-inf``."""
+    return jnp.where(values < _LOG_ZERO_THRESHOLD, -jnp.inf, values)
 
 
 def safe_normaliser(log_marg: jax.Array) -> jax.Array:

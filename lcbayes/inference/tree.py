@@ -23,21 +23,31 @@ from functools import lru_cache
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import logsumexp, xlogy
 
 from ..structure import Structure
-from .enumeration import _leaf_terms
-from .estep import EStep, safe_normaliser
+from .estep import (
+    EStep,
+    Evidence,
+    finite_log,
+    one_hot_columns,
+    restore_minus_inf,
+    safe_normaliser,
+)
 
-__all__ = ["e_step", "log_marginal"]
+__all__ = ["e_step", "log_marginal", "prepare"]
 
 
 @dataclass(frozen=True)
 class _Plan:
     root: int
-    order: tuple[int, ...]                            # hidden nodes, parents first
+    order: tuple[int, ...]                        # hidden nodes, parents first
     hidden_children: dict[int, tuple[int, ...]]
-    leaf_children: dict[int, tuple[tuple[int, int], ...]]  # v -> ((leaf node, column), ...)
+    leaf_children: dict[int, tuple[int, ...]]
+    blocks: dict[int, tuple[int, int]]            # v -> its leaves' columns in the evidence
+    columns: tuple[int, ...]                      # pattern column of each leaf, grouped by parent
+    leaf_cards: tuple[int, ...]
 
 
 @lru_cache(maxsize=256)
@@ -46,21 +56,42 @@ def _plan(structure: Structure) -> _Plan:
     order = tuple(i for i in structure.topological_order if structure.hidden[i])
     hidden_children = {v: tuple(c for c in structure.children[v] if structure.hidden[c])
                        for v in order}
-    leaf_children = {v: tuple((c, column[c]) for c in structure.children[v]
-                              if not structure.hidden[c]) for v in order}
-    return _Plan(structure.root, order, hidden_children, leaf_children)
+    leaf_children = {v: tuple(c for c in structure.children[v] if not structure.hidden[c])
+                     for v in order}
+    blocks, columns, cards, start = {}, [], [], 0
+    for v in order:
+        width = sum(structure.cardinalities[c] for c in leaf_children[v])
+        blocks[v] = (start, start + width)
+        start += width
+        columns += [column[c] for c in leaf_children[v]]
+        cards += [structure.cardinalities[c] for c in leaf_children[v]]
+    return _Plan(structure.root, order, hidden_children, leaf_children, blocks,
+                 tuple(columns), tuple(cards))
 
 
-def _upward(structure: Structure, log_tables, patterns: jax.Array):
+def prepare(structure: Structure, patterns: jax.Array) -> Evidence:
+    """One-hot leaf evidence with each hidden node's leaves in one block of columns."""
+    plan = _plan(structure)
+    return Evidence(one_hot_columns(patterns, plan.columns, plan.leaf_cards), None)
+
+
+def _upward(structure: Structure, log_tables, evidence: Evidence, virtual_evidence=None):
     """Leaf evidence ``own``, upward messages ``up`` and ``lambda`` per hidden node, and the
     per-pattern log marginal."""
     plan = _plan(structure)
-    n = patterns.shape[0]
+    n = evidence.one_hot.shape[0]
+    extra = ({} if virtual_evidence is None
+             else dict(zip(structure.hidden_nodes, virtual_evidence, strict=True)))
     own, up, lam = {}, {}, {}
     for v in reversed(plan.order):
         acc = jnp.zeros((n, structure.cardinalities[v]))
-        for c, col in plan.leaf_children[v]:
-            acc = acc + _leaf_terms(log_tables[c], patterns[:, col])
+        if plan.leaf_children[v]:
+            start, stop = plan.blocks[v]
+            tables = jnp.concatenate([finite_log(log_tables[c]) for c in plan.leaf_children[v]],
+                                     axis=1)  # (r_v, R_v)
+            acc = restore_minus_inf(evidence.one_hot[:, start:stop] @ tables.T)
+        if v in extra:
+            acc = acc + extra[v]
         own[v] = acc
         lam[v] = acc + sum((up[c] for c in plan.hidden_children[v]), jnp.zeros_like(acc))
         if v != plan.root:
@@ -69,23 +100,24 @@ def _upward(structure: Structure, log_tables, patterns: jax.Array):
     return own, up, lam, log_marg
 
 
-def log_marginal(structure: Structure, log_tables, patterns: jax.Array) -> jax.Array:
+def log_marginal(structure: Structure, log_tables, evidence: Evidence) -> jax.Array:
     """``(P,)`` log probability (or log normaliser) of each pattern."""
-    return _upward(structure, log_tables, patterns)[3]
+    return _upward(structure, log_tables, evidence)[3]
 
 
 def _entropy(p: jax.Array, axes: tuple[int, ...]) -> jax.Array:
     return -xlogy(p, p).sum(axis=axes)
 
 
-def e_step(structure: Structure, log_tables, patterns: jax.Array, weights: jax.Array) -> EStep:
+def e_step(structure: Structure, log_tables, evidence: Evidence, weights: jax.Array,
+           virtual_evidence=None) -> EStep:
     """Log marginals, expected counts, hidden marginals and posterior entropies."""
     plan = _plan(structure)
-    own, up, lam, log_marg = _upward(structure, log_tables, patterns)
+    own, up, lam, log_marg = _upward(structure, log_tables, evidence, virtual_evidence)
     norm = safe_normaliser(log_marg)
     tau = {plan.root: jnp.broadcast_to(log_tables[plan.root][0], lam[plan.root].shape)}
     counts: dict[int, jax.Array] = {}
-    entropy = jnp.zeros(patterns.shape[0])
+    entropy = jnp.zeros(norm.shape[0])
     marginals = {}
     for v in plan.order:
         marginals[v] = jnp.exp(tau[v] + lam[v] - norm[:, None])
@@ -97,9 +129,13 @@ def e_step(structure: Structure, log_tables, patterns: jax.Array, weights: jax.A
             edge = jnp.exp(joint + lam[c][:, None, :] - norm[:, None, None])
             counts[c] = jnp.einsum("p,pab->ab", weights, edge)
             entropy = entropy + _entropy(edge, (1, 2)) - _entropy(marginals[v], (1,))
-        for c, col in plan.leaf_children[v]:
-            y_onehot = jax.nn.one_hot(patterns[:, col], structure.cardinalities[c])
-            counts[c] = (weights[:, None] * marginals[v]).T @ y_onehot
+        if plan.leaf_children[v]:
+            start, stop = plan.blocks[v]
+            block = (weights[:, None] * marginals[v]).T @ evidence.one_hot[:, start:stop]
+            splits = np.cumsum([structure.cardinalities[c] for c in plan.leaf_children[v]])
+            for c, part in zip(plan.leaf_children[v], jnp.split(block, splits[:-1], axis=1),
+                               strict=True):
+                counts[c] = part
     counts[plan.root] = (weights @ marginals[plan.root])[None, :]
     entropy = entropy + _entropy(marginals[plan.root], (1,))
     return EStep(
