@@ -46,6 +46,7 @@ from .errors import LcbayesError
 from .inference import Evidence, e_step, log_marginal, prepare
 from .params import PriorSpec, dirichlet_log_density, from_tables, prior_tables
 from .structure import Structure
+from .summary import em_summary
 
 __all__ = ["EMResult", "em"]
 
@@ -308,8 +309,6 @@ class EMResult:
 
     def summary(self) -> str:
         """A poLCA-style printout: shares, conditional probabilities, fit statistics."""
-        from .summary import em_summary
-
         return em_summary(self)
 
     def __repr__(self) -> str:

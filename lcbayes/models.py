@@ -24,6 +24,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from .data import Dataset
+from .errors import StructureError
 from .inference import log_marginal
 from .params import PriorSpec, prior_tables
 from .structure import Structure
@@ -44,7 +45,9 @@ def numpyro_model(structure: Structure, prior: PriorSpec = "dirichlet") -> Calla
     """
     alphas = prior_tables(structure, "dirichlet" if prior is None else prior)
     if LOGLIK_SITE in structure.nodes:
-        raise ValueError(f"a node may not be called {LOGLIK_SITE!r} (a NumPyro site name)")
+        raise StructureError(
+            f"a node may not be called {LOGLIK_SITE!r} (a NumPyro site name): rename it"
+        )
     concentrations = [
         jnp.asarray(a.reshape(structure.cpt_shape(i))) for i, a in enumerate(alphas)
     ]
