@@ -165,9 +165,9 @@ def _run_restarts(structure, patterns, weights, alphas, tol_total, starts, max_i
         history=history, n_iter=first.n_iter.copy(), converged=first.converged.copy(),
         loglik=first.loglik.copy(), objective=first.objective.copy(),
     )
-    for name in ("n_iter", "converged", "loglik", "objective"):
-        getattr(merged, name)[chosen] = (getattr(second, name) + first.n_iter[chosen]
-                                         if name == "n_iter" else getattr(second, name))
+    merged.n_iter[chosen] = first.n_iter[chosen] + second.n_iter
+    for name in ("converged", "loglik", "objective"):
+        getattr(merged, name)[chosen] = getattr(second, name)
     for table, part in zip(merged.tables, second.tables, strict=True):
         table[chosen] = part
     kept = np.zeros(n, dtype=bool)
