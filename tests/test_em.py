@@ -251,3 +251,17 @@ def test_two_stage_restarts_keep_the_best_and_stay_monotone(carcinoma):
     # the kept starts are the best after the burn-in; the pruned ones stopped there
     assert np.all(staged.restart_n_iter[~staged.restart_kept] <= 5)
     assert staged.restart_n_iter.sum() < full.restart_n_iter.sum()
+
+
+@pytest.mark.parametrize("kind", ["lc", "hlc", "dag"])
+def test_squarem_reaches_the_plain_em_fixed_point_in_fewer_iterations(small_models, kind):
+    structure, data = small_models[kind]
+    plain = lcb.em(structure, data, restarts=2, seed=3, tol=1e-9, max_iter=5000,
+                   acceleration="none")
+    fast = lcb.em(structure, data, restarts=2, seed=3, tol=1e-9, max_iter=5000)
+    assert plain.restart_converged.all() and fast.restart_converged.all()
+    # the same maximum; plain EM crawls along a flat ridge and stops a little short of it
+    assert plain.loglik - 1e-7 <= fast.loglik <= plain.loglik + 1e-3
+    # a SQUAREM cycle costs at most three E steps
+    assert 3 * fast.restart_n_iter.sum() < plain.restart_n_iter.sum()
+    assert np.diff(fast.history).min() >= -1e-9 * abs(fast.loglik)

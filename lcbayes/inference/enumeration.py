@@ -27,16 +27,15 @@ from functools import lru_cache
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import logsumexp, xlogy
+from jax.scipy.special import xlogy
 
 from ..structure import Structure
 from .estep import (
     EStep,
     Evidence,
     finite_log,
+    normalise_rows,
     one_hot_columns,
-    restore_minus_inf,
-    safe_normaliser,
 )
 
 __all__ = ["e_step", "log_marginal", "prepare"]
@@ -115,7 +114,8 @@ def prepare(structure: Structure, patterns: jax.Array) -> Evidence:
 
 def _log_joint(structure: Structure, log_tables, evidence: Evidence, virtual_evidence=None):
     """``(P, S)`` values of ``ln p(y_p, e)`` (plus any per-pattern virtual evidence on hidden
-    nodes, ``virtual_evidence[h][p, e_h]``)."""
+    nodes, ``virtual_evidence[h][p, e_h]``); an impossible state may hold the huge negative
+    stand-in for ``ln 0`` instead of ``-inf`` (:func:`normalise_rows` treats both alike)."""
     plan = _plan(structure)
     prior = jnp.zeros(plan.n_states)
     for i in plan.enumerated:
@@ -127,7 +127,7 @@ def _log_joint(structure: Structure, log_tables, evidence: Evidence, virtual_evi
                         else log_tables[i][plan.config[i]]) for i in plan.leaves],
             axis=1,
         )  # (S, R)
-        logj = logj + restore_minus_inf(evidence.one_hot @ per_state.T)
+        logj = logj + evidence.one_hot @ per_state.T  # ln 0 stays a huge negative
     if evidence.log_consistency is not None:
         logj = logj + evidence.log_consistency
     if virtual_evidence is not None:
@@ -138,7 +138,7 @@ def _log_joint(structure: Structure, log_tables, evidence: Evidence, virtual_evi
 
 def log_marginal(structure: Structure, log_tables, evidence: Evidence) -> jax.Array:
     """``(P,)`` log probability (or log normaliser, for unnormalised tables) of each pattern."""
-    return logsumexp(_log_joint(structure, log_tables, evidence), axis=1)
+    return normalise_rows(_log_joint(structure, log_tables, evidence))[0]
 
 
 def e_step(structure: Structure, log_tables, evidence: Evidence, weights: jax.Array,
@@ -146,8 +146,7 @@ def e_step(structure: Structure, log_tables, evidence: Evidence, weights: jax.Ar
     """Log marginals, expected counts, hidden marginals and posterior entropies."""
     plan = _plan(structure)
     logj = _log_joint(structure, log_tables, evidence, virtual_evidence)
-    log_marg = logsumexp(logj, axis=1)
-    q = jnp.exp(logj - safe_normaliser(log_marg)[:, None])
+    log_marg, q = normalise_rows(logj)
     mass = weights[:, None] * q
     state_mass = mass.sum(axis=0)
     leaf_counts = mass.T @ evidence.one_hot  # (S, R)

@@ -7,8 +7,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-__all__ = ["EStep", "Evidence", "finite_log", "one_hot_columns", "restore_minus_inf",
-           "safe_normaliser"]
+__all__ = ["EStep", "Evidence", "finite_log", "normalise_rows", "one_hot_columns",
+           "restore_minus_inf", "safe_normaliser"]
 
 #: Stand-in for ``ln 0`` inside matrix products: ``0 * -inf`` would be NaN, ``0 * -1e280`` is 0,
 #: and a sum of a few thousand such entries stays finite and far below any real log probability.
@@ -74,3 +74,18 @@ def safe_normaliser(log_marg: jax.Array) -> jax.Array:
     """``log_marg`` with ``-inf`` (impossible patterns) replaced by 0, so that normalising a
     row of ``-inf`` log joints gives zeros instead of NaN."""
     return jnp.where(jnp.isfinite(log_marg), log_marg, 0.0)
+
+
+def normalise_rows(log_joint: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(ln sum_s exp l_ps, exp(l_ps) / sum_s exp l_ps)`` for a ``(P, S)`` log joint that may
+    hold ``-inf`` or :func:`finite_log` stand-ins for ``ln 0``.
+
+    One ``exp`` pass serves both the log normaliser and the posterior. A row with no possible
+    state has log normaliser ``-inf`` and posterior zeros (no NaN)."""
+    top = jax.lax.stop_gradient(log_joint.max(axis=1))
+    shift = jnp.where(top > _LOG_ZERO_THRESHOLD, top, 0.0)
+    scaled = jnp.exp(log_joint - shift[:, None])
+    total = scaled.sum(axis=1)
+    possible = total > 0
+    log_norm = jnp.where(possible, jnp.log(jnp.where(possible, total, 1.0)) + shift, -jnp.inf)
+    return log_norm, scaled / jnp.where(possible, total, 1.0)[:, None]
