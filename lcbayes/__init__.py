@@ -10,10 +10,13 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+from .alias import alias_count, log_alias  # noqa: E402
 from .cache import enable_compilation_cache  # noqa: E402
 from .data import Dataset  # noqa: E402
+from .dimension import DimensionResult, effective_dimension, effective_dimension_details  # noqa: E402
 from .em import EMResult, em  # noqa: E402
 from .errors import DataError, LcbayesError, StructureError, TooLargeError  # noqa: E402
+from .exact import ExactEvidence, exact_evidence  # noqa: E402
 from .inference import (  # noqa: E402
     expected_counts,
     family_posteriors,
@@ -24,31 +27,43 @@ from .models import numpyro_model  # noqa: E402
 from .params import dirichlet_prior, log_prior, random_params, simulate  # noqa: E402
 from .scores import to_deviance_scale  # noqa: E402
 from .structure import Structure, dag, hlc, latent_class  # noqa: E402
+from .vbem import BoundTerms, VBResult, bound_terms, vbem  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BoundTerms",
     "DataError",
     "Dataset",
+    "DimensionResult",
     "EMResult",
+    "ExactEvidence",
     "LcbayesError",
     "Structure",
     "StructureError",
     "TooLargeError",
+    "VBResult",
     "__version__",
+    "alias_count",
+    "bound_terms",
     "dag",
     "dirichlet_prior",
+    "effective_dimension",
+    "effective_dimension_details",
     "em",
     "enable_compilation_cache",
+    "exact_evidence",
     "expected_counts",
     "family_posteriors",
     "hidden_posteriors",
     "hlc",
     "latent_class",
+    "log_alias",
     "log_likelihood",
     "log_prior",
     "numpyro_model",
     "random_params",
     "simulate",
     "to_deviance_scale",
+    "vbem",
 ]
