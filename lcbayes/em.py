@@ -60,8 +60,11 @@ class _Runs(NamedTuple):
     objective: jax.Array    # (R,) at the final tables
 
 
-def _m_step(counts, alphas, shift: float):
-    """ML (no ``alphas``) or MAP M step; empty rows become uniform."""
+def _m_step(counts, alphas, shift: float, pooling=None):
+    """ML (no ``alphas``) or MAP M step; empty rows become uniform. With ``pooling`` (per node a
+    ``(q, q)`` 0/1 matrix of tied CPT rows) the counts of tied rows are pooled first."""
+    if pooling is not None:
+        counts = tuple(p @ c for p, c in zip(pooling, counts, strict=True))
     tables = []
     for i, c in enumerate(counts):
         num = c if alphas is None else c + alphas[i] + shift
@@ -71,11 +74,15 @@ def _m_step(counts, alphas, shift: float):
     return tuple(tables)
 
 
-def _prior_term(tables, alphas, shift: float) -> jax.Array:
-    """The ``theta``-dependent part of the MAP objective: ``sum (lambda - 1 + b) ln theta``."""
+def _prior_term(tables, alphas, shift: float, row_weights=None) -> jax.Array:
+    """The ``theta``-dependent part of the MAP objective: ``sum (lambda - 1 + b) ln theta``
+    (with ``row_weights``, row ``l`` of node ``i`` counts ``row_weights[i][l]`` times)."""
     if alphas is None:
         return jnp.zeros(())
-    return sum(xlogy(a + shift, t).sum() for a, t in zip(alphas, tables, strict=True))
+    terms = [xlogy(a + shift, t).sum(-1) for a, t in zip(alphas, tables, strict=True)]
+    if row_weights is not None:
+        terms = [w * x for w, x in zip(row_weights, terms, strict=True)]
+    return sum(x.sum() for x in terms)
 
 
 def _log(tables):
@@ -144,7 +151,8 @@ def _extrapolate(t0, t1, t2, rows, n_rows: int, max_step: float) -> jax.Array:
 @partial(jax.jit, static_argnames=("structure", "max_iter", "shift", "batch_size",
                                    "accelerate"))
 def _fit(structure: Structure, patterns, weights, alphas, tol_total, starts, limit,
-         max_iter: int, shift: float, batch_size: int, accelerate: bool) -> _Runs:
+         max_iter: int, shift: float, batch_size: int, accelerate: bool, pooling=None,
+         row_weights=None) -> _Runs:
     """Run EM from every start in ``starts`` for at most ``limit`` (<= ``max_iter``, the
     history length) iterations, ``batch_size`` restarts vmapped at a time.
 
@@ -155,12 +163,17 @@ def _fit(structure: Structure, patterns, weights, alphas, tol_total, starts, lim
     the sequence stays monotone (the safeguard). Convergence is judged on the plain EM step
     ``t0 -> t1`` in both modes, so ``tol`` means the same thing.
 
+    ``pooling`` and ``row_weights`` tie CPT rows (one host shape for many structures, e.g.
+    :mod:`lcbayes.benchmarks.beal_ghahramani`): per node a ``(q, q)`` 0/1 matrix of tied rows
+    (counts are pooled before the M step) and ``1 / group size`` per row (the prior term counts
+    every group once). Starts must already be tied.
+
     The loop body holds a single E step: a SQUAREM cycle is three turns of the loop (``phase``
     0, 1, 2), which keeps the compiled program as small as plain EM's."""
     evidence = prepare(structure, patterns)
 
     def objective(tables, log_marg):
-        return weights @ log_marg + _prior_term(tables, alphas, shift)
+        return weights @ log_marg + _prior_term(tables, alphas, shift, row_weights)
 
     shapes = tuple(t.shape[1:] for t in starts)
     n_rows = sum(q for q, _ in shapes)
@@ -176,7 +189,7 @@ def _fit(structure: Structure, patterns, weights, alphas, tol_total, starts, lim
             tables = _unflatten(x, shapes)
             est = e_step(structure, _log(tables), evidence, weights)
             value = objective(tables, est.log_marginal)
-            mapped = _flatten(_m_step(est.counts, alphas, shift))
+            mapped = _flatten(_m_step(est.counts, alphas, shift, pooling))
             if not accelerate:
                 done = jnp.abs(value - previous) < tol_total
                 return (mapped, t0, fallback, v0, v1, history.at[it].set(value), value, it + 1,
@@ -206,6 +219,9 @@ def _fit(structure: Structure, patterns, weights, alphas, tol_total, starts, lim
                      objective(tables, log_marg))
 
     return jax.lax.map(run, starts, batch_size=batch_size)
+
+
+fit_tied = _fit  # the jitted core, for callers that tie rows (see its docstring)
 
 
 def _run_restarts(structure, patterns, weights, alphas, tol_total, starts, max_iter: int,
