@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["aic", "bic", "icl", "to_deviance_scale"]
+__all__ = ["aic", "bic", "bicp", "cheeseman_stutz", "icl", "to_deviance_scale"]
 
 
 def bic(loglik: float, n_parameters: int, n_rows: int) -> float:
@@ -32,6 +32,21 @@ def aic(loglik: float, n_parameters: int) -> float:
 def icl(loglik: float, n_parameters: int, n_rows: int, entropy: float) -> float:
     """``bic - entropy`` of the posterior hidden memberships (ICL-BIC)."""
     return bic(loglik, n_parameters, n_rows) - float(entropy)
+
+
+def bicp(loglik: float, n_parameters: int, n_rows: int, log_prior: float) -> float:
+    """``bic + ln p(theta_hat | m)``: BIC plus the log prior density at the estimate
+    (Beal & Ghahramani §4.1, "BICp")."""
+    return bic(loglik, n_parameters, n_rows) + float(log_prior)
+
+
+def cheeseman_stutz(loglik: float, complete_log_evidence: float, complete_loglik: float
+                    ) -> float:
+    """``ln p(s_hat, y | m) + ln p(y | theta_hat) - ln p(s_hat, y | theta_hat)`` (Beal &
+    Ghahramani eq. 27): ``complete_log_evidence`` is eq. 5 with the fractional expected counts
+    of the E step at ``theta_hat`` (eq. 28), ``complete_loglik`` is
+    ``sum N_hat ln theta_hat`` (eq. 30). A lower bound on ``ln p(y | m)`` (Theorem 6.1)."""
+    return float(complete_log_evidence) + float(loglik) - float(complete_loglik)
 
 
 def to_deviance_scale(score: float) -> float:

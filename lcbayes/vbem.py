@@ -59,7 +59,7 @@ from .inference import e_step, prepare
 from .params import PriorSpec, from_tables, prior_tables
 from .structure import Structure
 
-__all__ = ["BoundTerms", "VBResult", "bound_terms", "vbem"]
+__all__ = ["BoundTerms", "VBResult", "bound_terms", "fit_tied", "prior_draw", "vbem"]
 
 
 class BoundTerms(NamedTuple):
@@ -107,12 +107,20 @@ def _bound(structure, alphas, priors, evidence, weights, row_weights):
     return weights @ est.log_marginal - kl_divergence(alphas, priors, row_weights), est
 
 
-def _initial_alphas(structure, priors, evidence, weights, pooling, key):
-    """Beal's start: parameters drawn from the prior, one ordinary E step, one VBM step."""
+def prior_draw(priors, pooling, key) -> tuple[jax.Array, ...]:
+    """CPT tables drawn from the Dirichlet priors (tied rows share one draw, that of the first
+    row of their group). EM and VBEM starts of the same key are the same parameters (Beal &
+    Ghahramani §4.1 use shared starts for a fair comparison)."""
     keys = jax.random.split(key, len(priors))
     tables = tuple(jax.random.dirichlet(k, lam) for k, lam in zip(keys, priors, strict=True))
-    if pooling is not None:  # tied rows share one draw: take it from the group's first row
+    if pooling is not None:
         tables = tuple(_first_of_group(p) @ t for p, t in zip(pooling, tables, strict=True))
+    return tables
+
+
+def _initial_alphas(structure, priors, evidence, weights, pooling, key):
+    """Beal's start: parameters drawn from the prior, one ordinary E step, one VBM step."""
+    tables = prior_draw(priors, pooling, key)
     est = e_step(structure, tuple(jnp.log(t) for t in tables), evidence, weights)
     return _vbm(est.counts, priors, pooling)
 
