@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from typing import Literal, NamedTuple
 
 import jax
@@ -41,10 +41,13 @@ import numpy as np
 from jax.scipy.special import xlogy
 
 from . import scores
+from .alias import log_alias
 from .data import Dataset
+from .dimension import effective_dimension
+from .dirichlet import complete_data_log_evidence
 from .errors import LcbayesError
 from .inference import Evidence, e_step, log_marginal, prepare
-from .params import PriorSpec, dirichlet_log_density, from_tables, prior_tables
+from .params import PriorSpec, dirichlet_log_density, from_tables, prior_tables, to_tables
 from .structure import Structure
 from .summary import em_summary
 
@@ -284,7 +287,10 @@ class EMResult:
 
     ``hidden_posteriors`` are per data *pattern*; :attr:`class_posteriors` expands the class of a
     latent class model to rows. ``restart_kept`` marks the restarts that ran to the end (all of
-    them unless ``keep`` asked for a two-stage run).
+    them unless ``keep`` asked for a two-stage run). ``expected_counts`` are the fractional
+    family counts of the E step at the estimate (rows with no observed value left out: their
+    factor is one), the completion behind :attr:`cs`; ``score_prior`` holds the Dirichlet
+    pseudo-counts that CS and BICp use: the fit's prior, or 1 everywhere for an ML fit.
     """
 
     structure: Structure
@@ -306,6 +312,8 @@ class EMResult:
     n_observed_rows: int
     n_patterns: int
     entropy: float
+    expected_counts: dict[str, np.ndarray]
+    score_prior: dict[str, np.ndarray]
     hidden_posteriors: dict[str, np.ndarray]
     pattern_index: np.ndarray
     seconds: float
@@ -333,6 +341,50 @@ class EMResult:
     def icl(self) -> float:
         """``bic - entropy`` of the posterior hidden memberships."""
         return scores.icl(self.loglik, self.n_parameters, self.n_observed_rows, self.entropy)
+
+    @property
+    def log_alias(self) -> float:
+        """``ln S``, the label-symmetry correction (:mod:`lcbayes.alias`)."""
+        return log_alias(self.structure)
+
+    @property
+    def bicp(self) -> float:
+        """``bic + ln p(theta_hat | m)``, the Dirichlet log density (simplex basis) of the
+        estimate under :attr:`score_prior` (Beal & Ghahramani §4.1)."""
+        tables = to_tables(self.structure, self.params)
+        priors = to_tables(self.structure, self.score_prior)
+        return scores.bicp(self.loglik, self.n_parameters, self.n_observed_rows,
+                           dirichlet_log_density(tables, priors))
+
+    @property
+    def cs(self) -> float:
+        """Cheeseman-Stutz (Beal & Ghahramani eqs 27-30): ``ln p(s_hat, y | m) + ln p(y |
+        theta_hat) - ln p(s_hat, y | theta_hat)`` with the fractional completion of the E step
+        at the estimate and the Dirichlet :attr:`score_prior`; a lower bound on the log evidence
+        (their Theorem 6.1), without the alias correction."""
+        counts = to_tables(self.structure, self.expected_counts)
+        tables = to_tables(self.structure, self.params)
+        priors = to_tables(self.structure, self.score_prior)
+        complete_loglik = sum(float(xlogy(n, t).sum()) for n, t in zip(counts, tables,
+                                                                        strict=True))
+        evidence = float(complete_data_log_evidence(counts, priors))
+        return scores.cheeseman_stutz(self.loglik, evidence, complete_loglik)
+
+    @cached_property
+    def effective_dimension(self) -> int:
+        """The effective dimension of the structure (:func:`lcbayes.effective_dimension`,
+        seed 0); computed on first use."""
+        return effective_dimension(self.structure)
+
+    @property
+    def bic_e(self) -> float:
+        """BIC with the effective dimension: ``loglik - d_e/2 ln N`` (Geiger et al. 1996)."""
+        return scores.bic(self.loglik, self.effective_dimension, self.n_observed_rows)
+
+    def corrected_scores(self) -> dict[str, float]:
+        """BIC, BICp and CS plus :attr:`log_alias` (Beal & Ghahramani's unstarred columns)."""
+        return {f"{name}_corrected": getattr(self, name) + self.log_alias
+                for name in ("bic", "bicp", "cs")}
 
     @property
     def n_classes(self) -> int | None:
@@ -382,6 +434,12 @@ class EMResult:
             "aic": self.aic,
             "icl": self.icl,
             "entropy": self.entropy,
+            "cs": self.cs,
+            "bicp": self.bicp,
+            "log_alias": self.log_alias,
+            **self.corrected_scores(),
+            "effective_dimension": self.effective_dimension,
+            "bic_e": self.bic_e,
             "converged": self.converged,
             "n_iter": self.n_iter,
             "restarts": self.restarts,
@@ -494,7 +552,8 @@ def em(
     best = int(np.nanargmax(runs.objective))
     tables = _order_classes(structure, [t[best] for t in runs.tables])
     jtables = tuple(jnp.asarray(t) for t in tables)
-    est = _final_e_step(structure, _log(jtables), patterns, weights)
+    observed = jnp.where(jnp.any(patterns >= 0, axis=1), weights, 0.0)  # all-missing rows: 1
+    est = _final_e_step(structure, _log(jtables), patterns, observed)
     n_iter = int(runs.n_iter[best])
     params = from_tables(structure, tables)
     return EMResult(
@@ -516,7 +575,10 @@ def em(
         n_rows=data.n_rows,
         n_observed_rows=data.n_observed_rows,
         n_patterns=data.n_patterns,
-        entropy=float(jnp.where(jnp.any(patterns >= 0, axis=1), weights, 0.0) @ est.hidden_entropy),
+        entropy=float(observed @ est.hidden_entropy),
+        expected_counts=from_tables(structure, est.counts),
+        score_prior=from_tables(structure, alphas if alphas is not None
+                                else prior_tables(structure, "dirichlet")),
         hidden_posteriors={
             structure.nodes[h]: np.asarray(m)
             for h, m in zip(structure.hidden_nodes, est.hidden_marginals, strict=True)

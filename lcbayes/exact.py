@@ -21,9 +21,10 @@ evidence (eq. 5), which depends on ``z`` only through its counts ``N_jlk`` (eq. 
   coordinates is kept, packed exactly (mixed radix, no hashing) into int64 keys that add like the
   counts they encode.
 * **Final sum.** Eq. 5 is evaluated for every distinct table one CPT row at a time: with
-  :func:`lcbayes.dirichlet.log_beta` on the grid of that row's possible counts and a gather (or on
-  its distinct count vectors when the grid is large), then
-  ``logsumexp(log #completions + ln p(z | m))``.
+  ``ln B`` (the formula of :func:`lcbayes.dirichlet.log_beta`, in NumPy: the shapes change with
+  every row and data set, so a jitted version would recompile for each) on the grid of that
+  row's possible counts and a gather (or on its distinct count vectors when the grid is large),
+  then ``logsumexp(log #completions + ln p(z | m))``.
 
 The *free* variables of a pattern: every node that is an ancestor of an observed value of the
 pattern (itself included) is *active* and adds one count to its CPT row in every completion;
@@ -52,13 +53,11 @@ import math
 import time
 from dataclasses import asdict, dataclass
 
-import jax
 import numpy as np
 import scipy.linalg
 from scipy.special import gammaln, logsumexp
 
 from .data import Dataset
-from .dirichlet import log_beta
 from .errors import StructureError, TooLargeError
 from .params import PriorSpec, prior_tables
 from .structure import Structure
@@ -78,7 +77,12 @@ _WORD = 1 << 62
 #: Most increment entries (sum over patterns of joint free states x count coordinates).
 _MAX_INCREMENT_ENTRIES = 50_000_000
 
-_log_beta = jax.jit(log_beta)
+
+def _log_beta(alpha: np.ndarray) -> np.ndarray:
+    """``sum_k ln Gamma(alpha_k) - ln Gamma(sum_k alpha_k)`` over the last axis (as
+    :func:`lcbayes.dirichlet.log_beta`)."""
+    alpha = np.asarray(alpha, dtype=np.float64)
+    return gammaln(alpha).sum(-1) - gammaln(alpha.sum(-1))
 
 
 @dataclass(frozen=True)
@@ -141,9 +145,10 @@ def exact_evidence(
     patterns, offsets = _patterns(structure, data, max_terms)
     plan = _Plan(structure, patterns, offsets)
     log10_bound = plan.log10_bound()
+    # a count of terms: round away the last-bit error of 10**log10 (keeps it an upper bound)
+    bound = float(round(10.0**log10_bound)) if log10_bound < 300 else math.inf
     if log10_bound > math.log10(max_terms):
-        raise _too_large(structure, data, 10.0**log10_bound if log10_bound < 300 else math.inf,
-                         max_terms)
+        raise _too_large(structure, data, bound, max_terms)
     keys, log_w = plan.run()
     log_p = plan.log_complete_evidence(keys, alphas)
     return ExactEvidence(
@@ -152,7 +157,7 @@ def exact_evidence(
         seconds=time.perf_counter() - start,
         method="closed form" if plan.closed_form else "sufficient-statistics DP",
         log10_completions=plan.log_completions / math.log(10),
-        estimated_terms=10.0**log10_bound if log10_bound < 300 else math.inf,
+        estimated_terms=bound,
     )
 
 
@@ -285,11 +290,16 @@ class _Plan:
 
     def run(self) -> tuple[np.ndarray, np.ndarray]:
         """Distinct count tables (as keys) and the log number of completions reaching each."""
-        keys = np.zeros((1, self.n_words), dtype=np.int64)
+        # rows with a single completion add the same counts to every table, also on basis
+        # coordinates (an observed parent that is missing in other rows): start from them, so
+        # that the keys decode to the full basis counts ``base_I + D_I``
+        fixed = sum((p.count * p.increments[0, self.basis] for p in self.patterns
+                     if p.n_states == 1), np.zeros(self.basis.size, dtype=np.int64))
+        keys = self._keys(fixed[None, :])
         log_w = np.zeros(1)
         for p in self.patterns:
             if p.n_states == 1:
-                continue  # a single completion: a constant shift, already in ``base``
+                continue  # a single completion: its counts are in ``fixed`` and ``base``
             inc = p.increments[:, self.basis]
             for batch in _batches(p.count, p.n_states):
                 comps = _compositions(batch, p.n_states)

@@ -54,9 +54,10 @@ import numpy as np
 from .alias import log_alias
 from .data import Dataset
 from .dirichlet import complete_data_log_evidence, expected_log_theta, kl_divergence
+from .em import EMResult
 from .errors import LcbayesError
 from .inference import e_step, prepare
-from .params import PriorSpec, from_tables, prior_tables
+from .params import PriorSpec, from_tables, prior_tables, to_tables
 from .structure import Structure
 
 __all__ = ["BoundTerms", "VBResult", "bound_terms", "fit_tied", "prior_draw", "vbem"]
@@ -133,8 +134,9 @@ def _first_of_group(pooling: jax.Array) -> jax.Array:
 
 @partial(jax.jit, static_argnames=("structure", "max_iter", "batch_size"))
 def _fit(structure: Structure, patterns, weights, priors, pooling, row_weights, keys, tol_total,
-         max_iter: int, batch_size: int) -> _Runs:
-    """VBEM from one prior draw per key, ``batch_size`` restarts vmapped at a time."""
+         max_iter: int, batch_size: int, start_alphas=None) -> _Runs:
+    """VBEM from one prior draw per key (or from ``start_alphas``, the same for every key),
+    ``batch_size`` restarts vmapped at a time."""
     evidence = prepare(structure, patterns)
 
     def run(key):
@@ -149,7 +151,8 @@ def _fit(structure: Structure, patterns, weights, priors, pooling, row_weights, 
             return (_vbm(est.counts, priors, pooling), history.at[it].set(value), value,
                     it + 1, done)
 
-        alphas = _initial_alphas(structure, priors, evidence, weights, pooling, key)
+        alphas = (_initial_alphas(structure, priors, evidence, weights, pooling, key)
+                  if start_alphas is None else start_alphas)
         start = (alphas, jnp.full(max_iter, jnp.nan), jnp.array(-jnp.inf), jnp.array(0),
                  jnp.array(False))
         alphas, history, _, n_iter, done = jax.lax.while_loop(cond, body, start)
@@ -174,7 +177,7 @@ def _terms(structure, alphas, priors, patterns, weights):
     evidence = prepare(structure, patterns)
     est = _vbe(structure, alphas, evidence, weights)
     kl = kl_divergence(alphas, priors)
-    entropy = weights @ est.hidden_entropy
+    entropy = weights @ est.completion_entropy
     expected = sum((n * expected_log_theta(a)).sum()
                    for n, a in zip(est.counts, alphas, strict=True))
     return (expected + entropy - kl, weights @ est.log_marginal - kl,
@@ -319,6 +322,7 @@ def vbem(
     tol: float = 1e-6,
     max_iter: int = 1000,
     batch_size: int | None = None,
+    init: EMResult | None = None,
 ) -> VBResult:
     """Variational Bayesian EM (Beal & Ghahramani 2006 §3.5); keep the best of ``restarts``.
 
@@ -333,6 +337,10 @@ def vbem(
         max_iter: iteration limit per restart (Beal: 1000).
         batch_size: restarts vmapped side by side (default: all on a GPU, one at a time on a
             CPU). Results do not depend on it.
+        init: start from an EM fit instead of prior draws (Beal & Ghahramani Corollary 6.2):
+            the first VBM step uses the exact posteriors at its estimate, where ``F`` equals the
+            fit's Cheeseman-Stutz score, so the returned bound is at least ``init.cs`` (same
+            prior). One run; ``restarts`` is ignored.
     """
     if isinstance(restarts, bool) or not isinstance(restarts, int | np.integer) or restarts < 1:
         raise LcbayesError(f"restarts must be an integer >= 1, got {restarts!r}")
@@ -354,11 +362,18 @@ def vbem(
     weights = _observed_weights(data)
     if batch_size is None:
         batch_size = 1 if jax.default_backend() == "cpu" else int(restarts)
+    start_alphas = None
+    if init is not None:
+        if init.structure != structure:
+            raise LcbayesError("init is an EM fit of a different structure")
+        restarts = 1
+        counts = to_tables(structure, init.expected_counts)
+        start_alphas = tuple(lam + n for lam, n in zip(priors, counts, strict=True))
     keys = jax.random.split(jax.random.PRNGKey(seed), int(restarts))
     n_obs = max(data.n_observed_rows, 1)
     runs = jax.tree_util.tree_map(np.asarray, _fit(
         structure, patterns, weights, priors, None, None, keys, tol * n_obs, int(max_iter),
-        min(int(batch_size), int(restarts))))
+        min(int(batch_size), int(restarts)), start_alphas))
     best = int(np.nanargmax(runs.elbo))
     alphas = tuple(jnp.asarray(a[best]) for a in runs.alphas)
     est = _final_vbe(structure, alphas, patterns, weights)

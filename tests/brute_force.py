@@ -26,6 +26,7 @@ class Posterior:
     hidden: dict[str, np.ndarray]    # hidden node -> (r_h,) posterior marginal
     family: dict[str, np.ndarray]    # node -> CPT-shaped P(x_i = k, pa_i = l | y)
     hidden_entropy: float            # entropy of the joint posterior of the hidden nodes
+    completion_entropy: float        # ... of the hidden nodes and the missing observed parents
 
 
 class BruteForce:
@@ -82,14 +83,18 @@ class BruteForce:
                 index = (*(self.configs[:, p] for p in pa), self.configs[:, i])
                 np.add.at(fam, index, post)
             family[name] = fam
-        if self.hidden:
-            _, group = np.unique(self.configs[:, self.hidden], axis=0, return_inverse=True)
-            q = np.bincount(group.reshape(-1), weights=post)
-        else:
-            q = np.ones(1)
+        parents = [i for i in self.observed if not self.childless[i]]
+        return Posterior(prob, hidden, family, self._entropy(post, self.hidden),
+                         self._entropy(post, self.hidden + parents))
+
+    def _entropy(self, post, nodes) -> float:
+        """Entropy of the posterior marginal of the joint values of ``nodes``."""
+        if not nodes:
+            return 0.0
+        _, group = np.unique(self.configs[:, nodes], axis=0, return_inverse=True)
+        q = np.bincount(group.reshape(-1), weights=post)
         q = q[q > 0]
-        entropy = float(-(q * np.log(q)).sum())
-        return Posterior(prob, hidden, family, entropy)
+        return float(-(q * np.log(q)).sum())
 
     def all_patterns(self) -> np.ndarray:
         """Every complete configuration of the observed nodes, in data-column order."""

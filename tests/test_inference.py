@@ -286,6 +286,7 @@ def test_hidden_entropy_is_entropy_of_joint_hidden_posterior(kind, k):
                      jnp.asarray(obs.counts))
     posts = [brute.posterior(y) for y in obs.patterns]
     close(out.hidden_entropy, [q.hidden_entropy for q in posts])
+    close(out.completion_entropy, [q.completion_entropy for q in posts])
     close(out.log_marginal, [np.log(q.prob) for q in posts])
     for h, marg in zip(structure.hidden_nodes, out.hidden_marginals, strict=True):
         close(marg, [q.hidden[structure.nodes[h]] for q in posts])

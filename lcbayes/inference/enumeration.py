@@ -164,4 +164,5 @@ def e_step(structure: Structure, log_tables, evidence: Evidence, weights: jax.Ar
     hidden_marginals = tuple(q @ plan.hidden_onehot[h] for h in structure.hidden_nodes)
     q_hidden = q if plan.hidden_state_onehot is None else q @ plan.hidden_state_onehot
     entropy = -xlogy(q_hidden, q_hidden).sum(axis=1)
-    return EStep(log_marg, tuple(counts), hidden_marginals, entropy)
+    completion = entropy if plan.hidden_state_onehot is None else -xlogy(q, q).sum(axis=1)
+    return EStep(log_marg, tuple(counts), hidden_marginals, entropy, completion)

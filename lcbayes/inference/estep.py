@@ -40,13 +40,17 @@ class EStep(NamedTuple):
             (Beal & Ghahramani eq. 19); observed leaves with a missing value add nothing.
         hidden_marginals: per hidden node (in ``Structure.hidden_nodes`` order), ``(P, r_h)``
             posterior marginals.
-        hidden_entropy: ``(P,)`` entropy of the joint posterior of the hidden nodes.
+        hidden_entropy: ``(P,)`` entropy of the joint posterior of the hidden nodes (ICL).
+        completion_entropy: ``(P,)`` entropy of the joint posterior of everything the pattern
+            leaves free, the hidden nodes and any missing observed parents (the ``H[q(s_i)]``
+            of Beal & Ghahramani's bound and of the Cheeseman-Stutz completion).
     """
 
     log_marginal: jax.Array
     counts: tuple[jax.Array, ...]
     hidden_marginals: tuple[jax.Array, ...]
     hidden_entropy: jax.Array
+    completion_entropy: jax.Array
 
 
 def one_hot_columns(patterns: jax.Array, columns, cardinalities) -> jax.Array:

@@ -143,4 +143,5 @@ def e_step(structure: Structure, log_tables, evidence: Evidence, weights: jax.Ar
         tuple(counts[i] for i in range(structure.n_nodes)),
         tuple(marginals[h] for h in structure.hidden_nodes),
         entropy,
+        entropy,  # no observed parents in a tree: the completion is the hidden nodes
     )
