@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import alias
 from ..data import Dataset
 from ..errors import StructureError
 from ..params import simulate
@@ -283,7 +284,8 @@ def log_alias(codes: Sequence[int], rule: str = "children") -> float:
             structure, ``ln 8`` for symmetric graphs where both hidden nodes have children,
             ``ln 2`` when exactly one has children and ``ln 1 = 0`` for the empty graph.
             [UNSURE] the paper never states ``S`` per structure; this rule is consistent with
-            Table 2. ``"naive"``: ``S = 2! * 2! * 2! = 8`` for every structure.
+            Table 2; it is :func:`lcbayes.alias.log_alias`, the general rule, applied to this
+            class. ``"naive"``: ``S = 2! * 2! * 2! = 8`` for every structure.
     """
     t = _check_codes(codes)
     if rule == "naive":
@@ -292,11 +294,7 @@ def log_alias(codes: Sequence[int], rule: str = "children") -> float:
         ))
     if rule != "children":
         raise ValueError(f"rule must be 'children' or 'naive', got {rule!r}")
-    parents = {h for c in t for h in PARENT_SETS[c]}
-    s = math.prod(math.factorial(r) for h, r in HIDDEN.items() if h in parents)
-    if len(parents) == len(HIDDEN) and is_symmetric(t):
-        s *= 2
-    return math.log(s)
+    return alias.log_alias(structure_from_codes(t))
 
 
 # ---------------------------------------------------------------------- lcbayes structures
