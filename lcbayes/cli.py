@@ -1,9 +1,16 @@
 """The ``lcbayes`` command.
 
-``lcbayes fit DATA.csv --classes K [--columns A,B,...] [--restarts R] [--seed S] [--json]`` fits a
-latent class model (or, with ``--structure FILE.json``, an HLC or DAG structure) by EM and prints
-a poLCA-style summary, or one JSON object with ``--json``. Bad input prints a one-line error and
-exits with status 2. JAX's persistent compilation cache is on, so a second run is fast.
+``lcbayes fit DATA.csv --classes K [--columns A,B,...] [--method em|vbem|exact] [--restarts R]
+[--seed S] [--json]`` fits a latent class model (or, with ``--structure FILE.json``, an HLC or DAG
+structure) and prints a readable summary, or one JSON object with ``--json``:
+
+* ``em`` (default): ML or MAP estimates with BIC, AIC, ICL, Cheeseman-Stutz, BICp, the alias
+  correction and BIC with the effective dimension;
+* ``vbem``: the variational lower bound ``elbo``, ``log_alias`` and ``elbo_corrected``;
+* ``exact``: the exact log evidence ``log_evidence`` (small problems; too large ones exit 2).
+
+Bad input prints a one-line error and exits with status 2. JAX's persistent compilation cache is
+on, so a second run is fast.
 
 A structure file is JSON: ``{"kind": "hlc", "tree": {...}, "cardinalities": {...}}`` or
 ``{"kind": "dag", "parents": {...}, "hidden": {...}}`` with the arguments of
@@ -23,9 +30,12 @@ from pathlib import Path
 from . import __version__
 from .cache import enable_compilation_cache
 from .data import DEFAULT_MAX_CATEGORIES, Dataset
-from .em import em
+from .dimension import effective_dimension
+from .em import EMResult, em
 from .errors import LcbayesError
+from .exact import ExactEvidence, exact_evidence
 from .structure import Structure, dag, hlc, latent_class
+from .vbem import VBResult, vbem
 
 __all__ = ["main"]
 
@@ -46,16 +56,23 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--classes", type=int, help="number of latent classes (latent class model)")
     fit.add_argument("--structure", help="JSON file describing an HLC or DAG structure instead")
     fit.add_argument("--columns", help="comma-separated columns to use (default: all)")
-    fit.add_argument("--method", default="em", choices=["em"], help="estimation method")
-    fit.add_argument("--restarts", type=int, default=10, help="random starts (default 10)")
+    fit.add_argument("--method", default="em", choices=["em", "vbem", "exact"],
+                     help="em (estimates and scores, default), vbem (variational bound) or "
+                          "exact (exact log evidence, small problems)")
+    fit.add_argument("--restarts", type=int, default=None,
+                     help="random starts (default 10 for em, 3 for vbem)")
     fit.add_argument("--keep", type=int, default=None,
                      help="two-stage run: all restarts 10 iterations, the KEEP best continue")
     fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     fit.add_argument("--prior", type=float, default=None,
-                     help="Dirichlet pseudo-count for a MAP fit (default: maximum likelihood)")
-    fit.add_argument("--tol", type=float, default=1e-8,
-                     help="convergence tolerance per row (default 1e-8)")
-    fit.add_argument("--max-iter", type=int, default=2000, help="iteration limit (default 2000)")
+                     help="Dirichlet pseudo-count: a MAP fit for em (default: maximum "
+                          "likelihood); the prior of vbem and exact (default 1)")
+    fit.add_argument("--tol", type=float, default=None,
+                     help="convergence tolerance per row (default 1e-8 for em, 1e-6 for vbem)")
+    fit.add_argument("--max-iter", type=int, default=None,
+                     help="iteration limit (default 2000 for em, 1000 for vbem)")
+    fit.add_argument("--max-terms", type=float, default=1e7,
+                     help="exact: refuse problems needing more terms (default 1e7)")
     fit.add_argument("--max-categories", type=int, default=DEFAULT_MAX_CATEGORIES,
                      help="refuse columns with more distinct values (default 50)")
     fit.add_argument("--json", action="store_true", help="print one JSON object")
@@ -90,15 +107,32 @@ def _fit(args: argparse.Namespace) -> int:
     structure = _structure(args, data)
     if args.structure is not None:
         data = structure.check_data(data)
-    result = em(structure, data, restarts=args.restarts, seed=args.seed,
-                prior=args.prior, tol=args.tol, max_iter=args.max_iter, keep=args.keep)
+    result = _run_method(args, structure, data)
     if args.json:
         out = result.to_dict()
+        if args.method != "em":
+            out.update(n_parameters=structure.n_parameters,
+                       effective_dimension=effective_dimension(structure))
         out["seconds"] = time.perf_counter() - start
         print(json.dumps(out))
     else:
         print(result.summary())
     return 0
+
+
+def _run_method(args: argparse.Namespace, structure: Structure, data: Dataset
+                ) -> EMResult | VBResult | ExactEvidence:
+    bayes_prior = "dirichlet" if args.prior is None else args.prior
+    if args.method == "exact":
+        return exact_evidence(structure, data, prior=bayes_prior, max_terms=args.max_terms)
+    if args.method == "vbem":
+        return vbem(structure, data, restarts=3 if args.restarts is None else args.restarts,
+                    seed=args.seed, prior=bayes_prior,
+                    tol=1e-6 if args.tol is None else args.tol,
+                    max_iter=1000 if args.max_iter is None else args.max_iter)
+    return em(structure, data, restarts=10 if args.restarts is None else args.restarts,
+              seed=args.seed, prior=args.prior, tol=1e-8 if args.tol is None else args.tol,
+              max_iter=2000 if args.max_iter is None else args.max_iter, keep=args.keep)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

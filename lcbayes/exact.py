@@ -108,8 +108,16 @@ class ExactEvidence:
     estimated_terms: float
 
     def to_dict(self) -> dict:
-        """JSON-ready dictionary."""
-        return asdict(self)
+        """JSON-ready dictionary (``method`` is ``"exact"``; the algorithm is ``algorithm``)."""
+        out = asdict(self)
+        out["algorithm"] = out.pop("method")
+        return {"method": "exact", **out}
+
+    def summary(self) -> str:
+        """A short printout."""
+        return (f"Exact log evidence ln p(y | m) = {self.log_evidence:.6f}\n"
+                f"  {self.method}: {self.n_terms} distinct count tables covering "
+                f"10^{self.log10_completions:.1f} completions, {self.seconds:.2f} s")
 
 
 def exact_evidence(
@@ -170,7 +178,7 @@ def _too_large(structure: Structure, data: Dataset, estimate: float, max_terms: 
         f"tables, more than max_terms={max_terms:.3g}: {structure.kind} structure with hidden "
         f"nodes ({hidden}), {len(structure.observed_nodes)} observed nodes and "
         f"{structure.n_parameters} parameters, on {data.n_rows} rows ({data.n_patterns} "
-        "patterns). Use lcb.vbem (a lower bound) or lcb.ais (an estimate) instead, or fewer "
+        "patterns). Use lcb.vbem (a lower bound) or an AIS estimate instead, or fewer "
         "rows, or raise max_terms (the figure is an upper bound)"
     )
 

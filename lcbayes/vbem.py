@@ -53,7 +53,7 @@ import numpy as np
 
 from .alias import log_alias
 from .data import Dataset
-from .dirichlet import complete_data_log_evidence, expected_log_theta, kl_divergence
+from .dirichlet import complete_data_log_evidence, expected_log_thetas, kl_divergence
 from .em import EMResult
 from .errors import LcbayesError
 from .inference import e_step, prepare
@@ -91,7 +91,7 @@ def _observed_weights(data: Dataset) -> jax.Array:
 
 def _vbe(structure: Structure, alphas, evidence, weights):
     """VBE step with the sub-normalised tables ``exp(psi(alpha) - psi(alpha_0))``."""
-    return e_step(structure, tuple(expected_log_theta(a) for a in alphas), evidence, weights)
+    return e_step(structure, expected_log_thetas(alphas), evidence, weights)
 
 
 def _vbm(counts, priors, pooling):
@@ -119,11 +119,15 @@ def prior_draw(priors, pooling, key) -> tuple[jax.Array, ...]:
     return tables
 
 
-def _initial_alphas(structure, priors, evidence, weights, pooling, key):
-    """Beal's start: parameters drawn from the prior, one ordinary E step, one VBM step."""
-    tables = prior_draw(priors, pooling, key)
+def _initial_alphas(structure, priors, evidence, weights, pooling, tables):
+    """Beal's start from parameters drawn from the prior: one ordinary E step, one VBM step."""
     est = e_step(structure, tuple(jnp.log(t) for t in tables), evidence, weights)
     return _vbm(est.counts, priors, pooling)
+
+
+def _normalised(draws: np.ndarray) -> np.ndarray:
+    """Gamma draws normalised over the last axis: Dirichlet draws."""
+    return draws / draws.sum(axis=-1, keepdims=True)
 
 
 def _first_of_group(pooling: jax.Array) -> jax.Array:
@@ -134,12 +138,13 @@ def _first_of_group(pooling: jax.Array) -> jax.Array:
 
 @partial(jax.jit, static_argnames=("structure", "max_iter", "batch_size"))
 def _fit(structure: Structure, patterns, weights, priors, pooling, row_weights, keys, tol_total,
-         max_iter: int, batch_size: int, start_alphas=None) -> _Runs:
-    """VBEM from one prior draw per key (or from ``start_alphas``, the same for every key),
-    ``batch_size`` restarts vmapped at a time."""
+         max_iter: int, batch_size: int, start_alphas=None, start_tables=None) -> _Runs:
+    """VBEM from one prior draw per key, ``batch_size`` restarts vmapped at a time. Instead of
+    keys: ``start_tables`` (a batch of drawn tables, one restart each; drawing outside the jit
+    spares compiling JAX's gamma sampler) or ``start_alphas`` (the same for every key)."""
     evidence = prepare(structure, patterns)
 
-    def run(key):
+    def run(item):
         def cond(state):
             _, _, _, it, done = state
             return (it < max_iter) & ~done
@@ -151,15 +156,19 @@ def _fit(structure: Structure, patterns, weights, priors, pooling, row_weights, 
             return (_vbm(est.counts, priors, pooling), history.at[it].set(value), value,
                     it + 1, done)
 
-        alphas = (_initial_alphas(structure, priors, evidence, weights, pooling, key)
-                  if start_alphas is None else start_alphas)
+        if start_alphas is not None:
+            alphas = start_alphas
+        else:
+            tables = item if start_tables is not None else prior_draw(priors, pooling, item)
+            alphas = _initial_alphas(structure, priors, evidence, weights, pooling, tables)
         start = (alphas, jnp.full(max_iter, jnp.nan), jnp.array(-jnp.inf), jnp.array(0),
                  jnp.array(False))
         alphas, history, _, n_iter, done = jax.lax.while_loop(cond, body, start)
         final, _ = _bound(structure, alphas, priors, evidence, weights, row_weights)
         return _Runs(alphas, history, n_iter, done, final)
 
-    return jax.lax.map(run, keys, batch_size=batch_size)
+    items = keys if start_tables is None else start_tables
+    return jax.lax.map(run, items, batch_size=batch_size)
 
 
 def fit_tied(structure: Structure, patterns, weights, priors, pooling, row_weights, keys,
@@ -178,8 +187,8 @@ def _terms(structure, alphas, priors, patterns, weights):
     est = _vbe(structure, alphas, evidence, weights)
     kl = kl_divergence(alphas, priors)
     entropy = weights @ est.completion_entropy
-    expected = sum((n * expected_log_theta(a)).sum()
-                   for n, a in zip(est.counts, alphas, strict=True))
+    expected = sum((n * e).sum() for n, e in zip(est.counts, expected_log_thetas(alphas),
+                                                 strict=True))
     return (expected + entropy - kl, weights @ est.log_marginal - kl,
             complete_data_log_evidence(est.counts, priors) + entropy)
 
@@ -362,18 +371,23 @@ def vbem(
     weights = _observed_weights(data)
     if batch_size is None:
         batch_size = 1 if jax.default_backend() == "cpu" else int(restarts)
-    start_alphas = None
+    start_alphas = start_tables = None
     if init is not None:
         if init.structure != structure:
             raise LcbayesError("init is an EM fit of a different structure")
         restarts = 1
         counts = to_tables(structure, init.expected_counts)
         start_alphas = tuple(lam + n for lam, n in zip(priors, counts, strict=True))
+    else:
+        rng = np.random.default_rng(seed)
+        start_tables = tuple(jnp.asarray(_normalised(rng.gamma(lam, size=(int(restarts),
+                                                                           *lam.shape))))
+                             for lam in lambdas)
     keys = jax.random.split(jax.random.PRNGKey(seed), int(restarts))
     n_obs = max(data.n_observed_rows, 1)
     runs = jax.tree_util.tree_map(np.asarray, _fit(
         structure, patterns, weights, priors, None, None, keys, tol * n_obs, int(max_iter),
-        min(int(batch_size), int(restarts)), start_alphas))
+        min(int(batch_size), int(restarts)), start_alphas, start_tables))
     best = int(np.nanargmax(runs.elbo))
     alphas = tuple(jnp.asarray(a[best]) for a in runs.alphas)
     est = _final_vbe(structure, alphas, patterns, weights)
