@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -44,6 +45,13 @@ def test_fit_json_has_the_documented_fields(capsys):
     probs = result["conditional_probabilities"]
     assert set(probs) == set("ABCDEFG") and len(probs["A"]) == 3
     assert all(sum(row.values()) == pytest.approx(1.0) for row in probs["A"])
+    # Evidence I scores: alias ln 3!, and under Dirichlet(1) priors the density at any point is
+    # Gamma(3) = 2 for the class row and Gamma(2) = 1 for every binary item row
+    assert result["log_alias"] == pytest.approx(math.log(6))
+    assert result["cs_corrected"] == pytest.approx(result["cs"] + math.log(6))
+    assert result["bicp"] == pytest.approx(result["bic"] + math.log(2))
+    assert result["effective_dimension"] <= result["n_parameters"]
+    assert result["bic_e"] >= result["bic"]
 
 
 def test_same_seed_same_output(capsys):
@@ -121,3 +129,50 @@ def test_console_script_reports_errors_without_traceback(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("lcbayes: error: no such file")
     assert "Traceback" not in proc.stderr
+
+
+def _small_csv(tmp_path):
+    csv = tmp_path / "small.csv"
+    rows = ["1,0,1", "1,1,1", "0,0,0", "0,0,1", "1,1,0", "0,,0", "1,1,1", "0,0,0"]
+    csv.write_text("a,b,c\n" + "\n".join(rows) + "\n")
+    return csv
+
+
+def test_vbem_json_has_the_bound_and_its_correction(capsys, tmp_path):
+    import lcbayes as lcb
+
+    csv = _small_csv(tmp_path)
+    status, out, _ = _run(capsys, "fit", str(csv), "--classes", "2", "--method", "vbem",
+                          "--seed", "1", "--json")
+    assert status == 0
+    result = json.loads(out)
+    assert result["method"] == "vbem"
+    assert result["log_alias"] == pytest.approx(math.log(2))
+    assert result["elbo_corrected"] == pytest.approx(result["elbo"] + math.log(2))
+    data = lcb.Dataset.from_csv(csv)
+    exact = lcb.exact_evidence(lcb.latent_class(data, 2), data).log_evidence
+    assert result["elbo"] <= exact
+    assert result["effective_dimension"] <= result["n_parameters"] == 7
+
+
+def test_exact_json_has_the_log_evidence(capsys, tmp_path):
+    import lcbayes as lcb
+
+    csv = _small_csv(tmp_path)
+    status, out, _ = _run(capsys, "fit", str(csv), "--classes", "2", "--method", "exact",
+                          "--json")
+    assert status == 0
+    result = json.loads(out)
+    data = lcb.Dataset.from_csv(csv)
+    assert result["method"] == "exact"
+    assert result["log_evidence"] == pytest.approx(
+        lcb.exact_evidence(lcb.latent_class(data, 2), data).log_evidence, abs=1e-12)
+    status, out, _ = _run(capsys, "fit", str(csv), "--classes", "2", "--method", "exact")
+    assert status == 0 and "Exact log evidence" in out
+
+
+def test_too_large_exact_problem_exits_two_with_the_estimate(capsys):
+    path = str(shared_csv("carcinoma.csv"))
+    status, out, err = _run(capsys, "fit", path, "--classes", "3", "--method", "exact")
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and "max_terms" in err and "lcb.vbem" in err
