@@ -199,3 +199,15 @@ def test_bad_arguments_are_refused(simulated, kwargs, match):
     structure, data = simulated["lc"]
     with pytest.raises(lcb.LcbayesError, match=match):
         lcb.vbem(structure, data, **kwargs)
+
+
+@pytest.mark.parametrize("name, structure, data", _small_cases(),
+                         ids=[c[0] for c in _small_cases()])
+def test_cheeseman_stutz_never_exceeds_exact_evidence_at_any_estimate(name, structure, data):
+    """Beal & Ghahramani Theorem 6.1: CS is a lower bound for any theta_hat (ML, MAP, or a
+    restart stopped early), and VBEM started from it only improves on it."""
+    exact = lcb.exact_evidence(structure, data).log_evidence
+    for kwargs in ({}, {"prior": "dirichlet"}, {"max_iter": 2}):
+        fit = lcb.em(structure, data, restarts=2, seed=1, **kwargs)
+        assert fit.cs <= exact + 1e-9
+        assert fit.cs <= lcb.vbem(structure, data, init=fit).elbo + 1e-9
