@@ -35,10 +35,10 @@ the stopping iteration in their iteration numbers. StepMix's ``lower_bound_`` is
 log-likelihood below is ``model.score(X) * N`` (the average log-likelihood at the returned
 parameters times N), comparable to lcbayes' ``loglik``.
 
-Starting points differ by design of each program: lcbayes draws every CPT row uniformly on its
-simplex; StepMix (``init_params="random"``, its default) draws random responsibilities per row
-and runs one M step, which starts every restart close to the symmetric point. Iteration counts
-are therefore printed for both.
+Starting points: both programs draw random responsibilities and run one M step (lcbayes per
+pattern, StepMix per row), which starts every restart close to the symmetric point. lcbayes'
+iterations are SQUAREM cycles (up to three E steps each; ``acceleration="none"`` in ``lcb.em``
+gives plain EM), so "restart-iterations" count cycles for lcbayes and E steps for StepMix.
 """
 
 from __future__ import annotations
