@@ -48,6 +48,7 @@ from .dirichlet import complete_data_log_evidence
 from .errors import LcbayesError
 from .inference import Evidence, e_step, log_marginal, prepare
 from .params import PriorSpec, dirichlet_log_density, from_tables, prior_tables, to_tables
+from .run_record import RunRecord, record_fields
 from .structure import Structure
 from .summary import em_summary
 
@@ -282,7 +283,7 @@ def _order_classes(structure: Structure, tables: list[np.ndarray]) -> list[np.nd
 
 
 @dataclass(frozen=True, repr=False)
-class EMResult:
+class EMResult(RunRecord):
     """Outcome of :func:`em`: the best restart's estimate, scores and every restart's fit.
 
     ``hidden_posteriors`` are per data *pattern*; :attr:`class_posteriors` expands the class of a
@@ -293,39 +294,18 @@ class EMResult:
     pseudo-counts that CS and BICp use: the fit's prior, or 1 everywhere for an ML fit.
     """
 
-    structure: Structure
     params: dict[str, np.ndarray]
     loglik: float
     objective: float
     estimator: Literal["ml", "map"]
     map_basis: str | None
     log_prior: float | None
-    n_iter: int
-    converged: bool
-    history: np.ndarray
     restart_logliks: np.ndarray
     restart_objectives: np.ndarray
-    restart_n_iter: np.ndarray
-    restart_converged: np.ndarray
     restart_kept: np.ndarray
-    n_rows: int
-    n_observed_rows: int
-    n_patterns: int
     entropy: float
     expected_counts: dict[str, np.ndarray]
     score_prior: dict[str, np.ndarray]
-    hidden_posteriors: dict[str, np.ndarray]
-    pattern_index: np.ndarray
-    seconds: float
-    seed: int
-    restarts: int
-    tol: float
-    max_iter: int
-
-    @property
-    def n_parameters(self) -> int:
-        """Standard dimension ``sum_i q_i (r_i - 1)``."""
-        return self.structure.n_parameters
 
     @property
     def bic(self) -> float:
@@ -387,23 +367,11 @@ class EMResult:
                 for name in ("bic", "bicp", "cs")}
 
     @property
-    def n_classes(self) -> int | None:
-        return self.structure.n_classes
-
-    @property
     def class_weights(self) -> np.ndarray | None:
         """Class shares of a latent class model (decreasing)."""
         if self.structure.kind != "latent_class":
             return None
         return self.params[self.structure.nodes[self.structure.root]]
-
-    @property
-    def class_posteriors(self) -> np.ndarray | None:
-        """``(n_rows, K)`` posterior class membership of every row (latent class models)."""
-        if self.structure.kind != "latent_class":
-            return None
-        root = self.structure.nodes[self.structure.root]
-        return self.hidden_posteriors[root][self.pattern_index]
 
     def conditional_probabilities(self) -> dict[str, list[dict[str, float]]]:
         """For every observed node, ``P(node = label | parent configuration)``: a list over
@@ -422,14 +390,9 @@ class EMResult:
             "method": "em",
             "estimator": self.estimator,
             "map_basis": self.map_basis,
-            "kind": self.structure.kind,
-            "n_rows": self.n_rows,
-            "n_observed_rows": self.n_observed_rows,
-            "n_patterns": self.n_patterns,
-            "n_classes": self.n_classes,
+            **self._run_dict(),
             "loglik": self.loglik,
             "log_prior": self.log_prior,
-            "n_parameters": self.n_parameters,
             "bic": self.bic,
             "aic": self.aic,
             "icl": self.icl,
@@ -440,15 +403,7 @@ class EMResult:
             **self.corrected_scores(),
             "effective_dimension": self.effective_dimension,
             "bic_e": self.bic_e,
-            "converged": self.converged,
-            "n_iter": self.n_iter,
-            "restarts": self.restarts,
             "restart_logliks": [float(v) for v in self.restart_logliks],
-            "seed": self.seed,
-            "tol": self.tol,
-            "max_iter": self.max_iter,
-            "seconds": self.seconds,
-            "structure": self.structure.to_dict(),
             "params": {k: v.tolist() for k, v in self.params.items()},
             "conditional_probabilities": self.conditional_probabilities(),
         }
@@ -554,39 +509,20 @@ def em(
     jtables = tuple(jnp.asarray(t) for t in tables)
     observed = jnp.where(jnp.any(patterns >= 0, axis=1), weights, 0.0)  # all-missing rows: 1
     est = _final_e_step(structure, _log(jtables), patterns, observed)
-    n_iter = int(runs.n_iter[best])
-    params = from_tables(structure, tables)
     return EMResult(
-        structure=structure,
-        params=params,
+        params=from_tables(structure, tables),
         loglik=float(runs.loglik[best]),
         objective=float(runs.objective[best]),
         estimator="ml" if alphas is None else "map",
         map_basis=None if alphas is None else map_basis,
         log_prior=None if alphas is None else dirichlet_log_density(tables, alphas),
-        n_iter=n_iter,
-        converged=bool(runs.converged[best]),
-        history=runs.history[best][:n_iter],
         restart_logliks=runs.loglik,
         restart_objectives=runs.objective,
-        restart_n_iter=runs.n_iter,
-        restart_converged=runs.converged,
         restart_kept=kept,
-        n_rows=data.n_rows,
-        n_observed_rows=data.n_observed_rows,
-        n_patterns=data.n_patterns,
         entropy=float(observed @ est.hidden_entropy),
         expected_counts=from_tables(structure, est.counts),
         score_prior=from_tables(structure, alphas if alphas is not None
                                 else prior_tables(structure, "dirichlet")),
-        hidden_posteriors={
-            structure.nodes[h]: np.asarray(m)
-            for h, m in zip(structure.hidden_nodes, est.hidden_marginals, strict=True)
-        },
-        pattern_index=data.pattern_index,
-        seconds=time.perf_counter() - start,
-        seed=int(seed),
-        restarts=int(restarts),
-        tol=float(tol),
-        max_iter=int(max_iter),
+        **record_fields(structure, data, runs, best, est.hidden_marginals, start, seed,
+                        restarts, tol, max_iter),
     )

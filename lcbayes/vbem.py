@@ -58,6 +58,7 @@ from .em import EMResult
 from .errors import LcbayesError
 from .inference import e_step, prepare
 from .params import PriorSpec, from_tables, prior_tables, to_tables
+from .run_record import RunRecord, record_fields
 from .structure import Structure
 
 __all__ = ["BoundTerms", "VBResult", "bound_terms", "fit_tied", "prior_draw", "vbem"]
@@ -214,7 +215,7 @@ _final_vbe = jax.jit(lambda structure, alphas, patterns, weights: _vbe(
 
 
 @dataclass(frozen=True, repr=False)
-class VBResult:
+class VBResult(RunRecord):
     """Outcome of :func:`vbem`: the best restart's bound and Dirichlet posteriors.
 
     Attributes:
@@ -222,32 +223,17 @@ class VBResult:
         log_alias: ``ln S``, the label-symmetry correction (:mod:`lcbayes.alias`).
         posterior: ``{node: alpha}``, the Dirichlet posterior parameters (CPT-shaped).
         prior: ``{node: lambda}``, the prior pseudo-counts.
-        hidden_posteriors: ``{hidden node: (n_patterns, r_h)}`` VBE posteriors per pattern.
-        history: the bound after every VBE step of the best restart (never decreasing).
-        restart_elbos, restart_n_iter, restart_converged: per restart.
+        restart_elbos: the bound reached by every restart.
+
+    ``hidden_posteriors`` are the VBE posteriors per pattern and ``history`` the bound after
+    every VBE step of the best restart (:class:`~lcbayes.run_record.RunRecord`).
     """
 
-    structure: Structure
     elbo: float
     log_alias: float
     posterior: dict[str, np.ndarray]
     prior: dict[str, np.ndarray]
-    hidden_posteriors: dict[str, np.ndarray]
-    pattern_index: np.ndarray
-    n_iter: int
-    converged: bool
-    history: np.ndarray
     restart_elbos: np.ndarray
-    restart_n_iter: np.ndarray
-    restart_converged: np.ndarray
-    n_rows: int
-    n_observed_rows: int
-    n_patterns: int
-    seconds: float
-    seed: int
-    restarts: int
-    tol: float
-    max_iter: int
 
     @property
     def elbo_corrected(self) -> float:
@@ -255,44 +241,19 @@ class VBResult:
         return self.elbo + self.log_alias
 
     @property
-    def n_parameters(self) -> int:
-        return self.structure.n_parameters
-
-    @property
     def posterior_mean(self) -> dict[str, np.ndarray]:
         """``E[theta] = alpha / alpha_0`` per node."""
         return {k: a / a.sum(axis=-1, keepdims=True) for k, a in self.posterior.items()}
-
-    @property
-    def class_posteriors(self) -> np.ndarray | None:
-        """``(n_rows, K)`` VBE class memberships of every row (latent class models)."""
-        if self.structure.kind != "latent_class":
-            return None
-        return self.hidden_posteriors[self.structure.nodes[self.structure.root]][
-            self.pattern_index]
 
     def to_dict(self) -> dict:
         """JSON-ready summary."""
         return {
             "method": "vbem",
-            "kind": self.structure.kind,
-            "n_rows": self.n_rows,
-            "n_observed_rows": self.n_observed_rows,
-            "n_patterns": self.n_patterns,
-            "n_classes": self.structure.n_classes,
-            "n_parameters": self.n_parameters,
+            **self._run_dict(),
             "elbo": self.elbo,
             "log_alias": self.log_alias,
             "elbo_corrected": self.elbo_corrected,
-            "converged": self.converged,
-            "n_iter": self.n_iter,
-            "restarts": self.restarts,
             "restart_elbos": [float(v) for v in self.restart_elbos],
-            "seed": self.seed,
-            "tol": self.tol,
-            "max_iter": self.max_iter,
-            "seconds": self.seconds,
-            "structure": self.structure.to_dict(),
             "posterior": {k: v.tolist() for k, v in self.posterior.items()},
             "posterior_mean": {k: v.tolist() for k, v in self.posterior_mean.items()},
         }
@@ -391,29 +352,12 @@ def vbem(
     best = int(np.nanargmax(runs.elbo))
     alphas = tuple(jnp.asarray(a[best]) for a in runs.alphas)
     est = _final_vbe(structure, alphas, patterns, weights)
-    n_iter = int(runs.n_iter[best])
     return VBResult(
-        structure=structure,
         elbo=float(runs.elbo[best]),
         log_alias=log_alias(structure),
         posterior=from_tables(structure, [np.asarray(a) for a in alphas]),
         prior=from_tables(structure, lambdas),
-        hidden_posteriors={structure.nodes[h]: np.asarray(m)
-                           for h, m in zip(structure.hidden_nodes, est.hidden_marginals,
-                                           strict=True)},
-        pattern_index=data.pattern_index,
-        n_iter=n_iter,
-        converged=bool(runs.converged[best]),
-        history=runs.history[best][:n_iter],
         restart_elbos=runs.elbo,
-        restart_n_iter=runs.n_iter,
-        restart_converged=runs.converged,
-        n_rows=data.n_rows,
-        n_observed_rows=data.n_observed_rows,
-        n_patterns=data.n_patterns,
-        seconds=time.perf_counter() - start,
-        seed=int(seed),
-        restarts=int(restarts),
-        tol=float(tol),
-        max_iter=int(max_iter),
+        **record_fields(structure, data, runs, best, est.hidden_marginals, start, seed,
+                        restarts, tol, max_iter),
     )
