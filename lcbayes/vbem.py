@@ -172,14 +172,11 @@ def _fit(structure: Structure, patterns, weights, priors, pooling, row_weights, 
     return jax.lax.map(run, items, batch_size=batch_size)
 
 
-def fit_tied(structure: Structure, patterns, weights, priors, pooling, row_weights, keys,
-             tol_total, max_iter: int, batch_size: int) -> _Runs:
-    """The jitted VBEM core for callers that tie CPT rows (one shape for many structures, e.g.
-    :mod:`lcbayes.benchmarks.beal_ghahramani`): ``pooling[i]`` is node ``i``'s ``(q, q)`` 0/1
-    matrix of tied rows and ``row_weights[i]`` counts every row ``1 / group size`` times in the
-    KL term. Vmappable over ``pooling`` and ``row_weights``."""
-    return _fit(structure, patterns, weights, priors, pooling, row_weights, keys, tol_total,
-                max_iter, batch_size)
+#: The jitted core, for callers that tie CPT rows (one shape for many structures, e.g.
+#: :mod:`lcbayes.benchmarks.beal_study`): ``pooling[i]`` is node ``i``'s ``(q, q)`` 0/1 matrix
+#: of tied rows, ``row_weights[i]`` counts every row ``1 / group size`` times in the KL term;
+#: starts from keys, ``start_tables`` or ``start_alphas`` (see :func:`_fit`).
+fit_tied = _fit
 
 
 @partial(jax.jit, static_argnames=("structure",))

@@ -9,11 +9,12 @@ structure: two compilations per data shape instead of 272. :func:`fit_all` pads 
 patterns to a common count (zero-weight copies), so all 20 data sizes can share one program.
 
 Protocol (Beal & Ghahramani §4.1, notes §4.4): per restart the parameters are drawn from the
-Dirichlet(1) prior (:func:`lcbayes.vbem.prior_draw`; tied rows share one draw), the same draws
-for EM and VBEM (same keys). EM is MAP in the softmax basis, ``theta = (lambda + N) / (lambda_0
-+ N)`` (§3.1); VBEM starts with one ordinary E step at the drawn parameters (§4.1). Both stop when
-their objective changes by less than ``tol`` per datum or after ``max_iter`` iterations (Beal:
-``1e-6``, 1000). Each score keeps the best of the restarts (3 in the paper).
+Dirichlet(1) prior of the structure (in NumPy, outside the compiled programs; the draws of
+:func:`lcbayes.vbem` with the same seed), the same draws for EM and VBEM. EM is MAP in the
+softmax basis, ``theta = (lambda + N) / (lambda_0 + N)`` (§3.1); VBEM starts with one ordinary
+E step at the drawn parameters (§4.1). Both stop when their objective changes by less than
+``tol`` per datum or after ``max_iter`` iterations (Beal: ``1e-6``, 1000). Each score keeps the
+best of the restarts (3 in the paper).
 
 Scores (natural-log evidence scale, notes §3; ``theta^`` the MAP estimate, ``n`` the rows):
 
@@ -47,7 +48,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from typing import NamedTuple
 
 import jax
@@ -90,18 +91,17 @@ class _EMOut(NamedTuple):
 
 
 @partial(jax.jit, static_argnames=("host", "max_iter", "batch_size", "accelerate"))
-def _em_study(patterns, weights, priors, tol_total, pooling, row_weights, keys, *,
+def _em_study(patterns, weights, priors, tol_total, pooling, row_weights, starts, *,
               host: Structure, max_iter: int, batch_size: int, accelerate: bool) -> _EMOut:
-    """MAP EM (softmax basis) of every structure from the prior draws of ``keys`` (S, R), then
-    one E step at every estimate for Cheeseman-Stutz (eqs 27-30)."""
+    """MAP EM (softmax basis) of every structure from its tied starting tables ``starts`` (per
+    node ``(S, R, q, r)``), then one E step at every estimate for Cheeseman-Stutz
+    (eqs 27-30)."""
     evidence = prepare(host, patterns)
-    restarts = keys.shape[1]
 
     def one(args):
-        pool, roww, k = args
-        starts = jax.vmap(lambda key: _vbem.prior_draw(priors, pool, key))(k)
-        runs = _em.fit_tied(host, patterns, weights, priors, tol_total, starts, max_iter,
-                            max_iter, 0.0, restarts, accelerate, pool, roww)
+        pool, roww, tables = args
+        runs = _em.fit_tied(host, patterns, weights, priors, tol_total, tables, max_iter,
+                            max_iter, 0.0, tables[0].shape[0], accelerate, pool, roww)
 
         def completion(tables):
             est = e_step(host, tuple(jnp.log(t) for t in tables), evidence, weights)
@@ -114,51 +114,70 @@ def _em_study(patterns, weights, priors, tol_total, pooling, row_weights, keys, 
         return _EMOut(runs.tables, runs.loglik, runs.objective, evid, cll, entropy,
                       runs.n_iter, runs.converged)
 
-    return jax.lax.map(one, (pooling, row_weights, keys), batch_size=batch_size)
+    return jax.lax.map(one, (pooling, row_weights, starts), batch_size=batch_size)
 
 
 @partial(jax.jit, static_argnames=("host", "max_iter", "batch_size"))
-def _vb_study(patterns, weights, priors, tol_total, pooling, row_weights, keys, *,
+def _vb_study(patterns, weights, priors, tol_total, pooling, row_weights, starts, *,
               host: Structure, max_iter: int, batch_size: int):
-    """VBEM of every structure from the prior draws of ``keys`` (S, R)."""
-    restarts = keys.shape[1]
-
+    """VBEM of every structure from its tied starting tables ``starts`` (per node
+    ``(S, R, q, r)``): one E step at them, then VBM and VBE steps (Beal & Ghahramani §4.1)."""
     def one(args):
-        pool, roww, k = args
-        return _vbem.fit_tied(host, patterns, weights, priors, pool, roww, k, tol_total,
-                              max_iter, restarts)
+        pool, roww, tables = args
+        return _vbem.fit_tied(host, patterns, weights, priors, pool, roww, None, tol_total,
+                              max_iter, tables[0].shape[0], None, tables)
 
-    return jax.lax.map(one, (pooling, row_weights, keys), batch_size=batch_size)
+    return jax.lax.map(one, (pooling, row_weights, starts), batch_size=batch_size)
 
 
-def _run(study, shared, per_structure, static, workers: int):
-    """Compile ``study`` once for ``ceil(S / workers)`` structures and run the ``workers``
-    chunks of the ``S`` structures concurrently (threads; JAX releases the GIL), the last
-    chunk padded with copies of the last structure. Returns the NumPy outputs of all ``S``
-    structures, the compile seconds (0 when cached) and the run seconds."""
-    total = per_structure[-1].shape[0]
+@cache
+def _sub_priors(codes: bg.Codes) -> tuple[np.ndarray, ...]:
+    """Dirichlet(1) pseudo-count tables of structure ``codes`` (nodes ``s1, s2, y1 .. y4``)."""
+    return prior_tables(bg.structure_from_codes(codes), "dirichlet")
+
+
+def _prior_starts(codes: bg.Codes, seed: int, restarts: int) -> tuple[np.ndarray, ...]:
+    """``restarts`` parameter sets of structure ``codes`` drawn from its Dirichlet(1) prior,
+    host-shaped ``(restarts, q, r)`` per node (tied rows equal,
+    :func:`.beal_ghahramani.host_params`). The draws are those of
+    ``lcbayes.vbem(structure_from_codes(codes), data, restarts=restarts, seed=seed)``: one NumPy
+    generator, per node in order one gamma draw of shape ``(restarts, *prior.shape)``."""
+    rng = np.random.default_rng(seed)
+    draws = []
+    for lam in _sub_priors(codes):
+        gamma = rng.gamma(lam, size=(restarts, *lam.shape))
+        draws.append(gamma / gamma.sum(axis=-1, keepdims=True))
+    names = (*bg.HIDDEN, *bg.OBSERVED)
+    host = [bg.host_params(codes, {name: d[r] for name, d in zip(names, draws, strict=True)})
+            for r in range(restarts)]
+    return tuple(np.stack([p[name].reshape(-1, p[name].shape[-1]) for p in host])
+                 for name in names)
+
+
+def _chunks(per_structure, workers: int) -> list:
+    """The ``S`` structures' arrays cut into ``workers`` chunks of ``ceil(S / workers)``, the
+    last padded with copies of the last structure (every chunk has one shape)."""
+    total = jax.tree_util.tree_leaves(per_structure)[0].shape[0]
     size = -(-total // workers)
     padded = jax.tree_util.tree_map(
         lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], size * workers - total, axis=0)]),
         per_structure)
-    chunks = [jax.tree_util.tree_map(lambda x, i=i: x[i * size:(i + 1) * size], padded)
-              for i in range(workers)]
-    start = time.perf_counter()
-    compiled = study.lower(*shared, *chunks[0], **static).compile()
-    compile_seconds = time.perf_counter() - start
+    return [jax.tree_util.tree_map(lambda x, i=i: x[i * size:(i + 1) * size], padded)
+            for i in range(workers)]
 
+
+def _execute(program, shared, chunks, total: int):
+    """Run a compiled study on every chunk, concurrently in threads when there are several
+    (JAX releases the GIL); returns the NumPy outputs of the first ``total`` structures."""
     def execute(chunk):
-        return jax.tree_util.tree_map(np.asarray, compiled(*shared, *chunk))
+        return jax.tree_util.tree_map(np.asarray, program(*shared, *chunk))
 
-    start = time.perf_counter()
-    if workers == 1:
+    if len(chunks) == 1:
         outputs = [execute(chunks[0])]
     else:
-        with ThreadPoolExecutor(workers) as pool:
+        with ThreadPoolExecutor(len(chunks)) as pool:
             outputs = list(pool.map(execute, chunks))
-    run_seconds = time.perf_counter() - start
-    merged = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs)[:total], *outputs)
-    return merged, compile_seconds, run_seconds
+    return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs)[:total], *outputs)
 
 
 def _sub_rows(code: int) -> list[int]:
@@ -273,6 +292,28 @@ class StudyFit:
             out["VB converged"] = self.vb_converged[rows, best]
         return pd.DataFrame(out)
 
+    def to_dict(self) -> dict:
+        """JSON-ready summary: the settings, the timings and :meth:`to_frame` as records."""
+        frame = self.to_frame()
+        frame["codes"] = [list(c) for c in frame["codes"]]
+        return {"n": self.n, "seed": self.seed, "restarts": self.restarts, "tol": self.tol,
+                "max_iter": self.max_iter, "methods": list(self.methods),
+                "seconds": dict(self.seconds), "scores": frame.to_dict(orient="records")}
+
+    def summary(self, truth: Sequence[int] = bg.TRUE_CODES) -> str:
+        """Per score: the top structure and the rank (1 = best) of the structure ``truth``."""
+        frame = self.to_frame()
+        columns = [c for c in frame.columns if c in (*METHODS, *(m + "*" for m in METHODS))]
+        lines = [f"{len(self.codes)} structures, n = {self.n}, {self.restarts} restarts; rank of "
+                 f"{tuple(truth)}:"]
+        target = self.index(truth) if bg.canonical(truth) in self.codes else None
+        for c in columns:
+            top = frame.loc[frame[c].idxmax()]
+            rank = "" if target is None else bg.rank_of(frame[c].to_numpy(), target)
+            lines.append(f"  {c:<6} rank {rank!s:>4}   top {top['codes']} "
+                         f"(d = {top['d']}, {top[c]:.3f})")
+        return "\n".join(lines)
+
     def __repr__(self) -> str:
         times = ", ".join(f"{k}={v:.2f}" for k, v in self.seconds.items())
         return (f"StudyFit(n={self.n}, structures={len(self.codes)}, restarts={self.restarts}, "
@@ -304,8 +345,10 @@ def _check(data: Dataset, restarts: int, tol: float, max_iter: int, methods, n_p
 
 def _padded(data: Dataset, n_patterns: int | None) -> tuple[jax.Array, jax.Array]:
     """Patterns and weights with zero-weight copies of the first pattern appended up to
-    ``n_patterns`` (they add nothing to any count or likelihood)."""
-    patterns, weights = np.asarray(data.patterns), np.asarray(data.counts, dtype=np.float64)
+    ``n_patterns`` (they add nothing to any count or likelihood). A pattern with no observed
+    value gets weight zero too (its factor is one; :func:`lcbayes.vbem` does the same)."""
+    patterns = np.asarray(data.patterns)
+    weights = np.where((patterns >= 0).any(axis=1), np.asarray(data.counts, float), 0.0)
     extra = 0 if n_patterns is None else n_patterns - len(patterns)
     patterns = np.concatenate([patterns, np.repeat(patterns[:1], extra, axis=0)])
     weights = np.concatenate([weights, np.zeros(extra)])
@@ -330,9 +373,10 @@ def fit_all(
     Args:
         data: a data set with columns ``y1 .. y4`` and labels ``0 .. 4``
             (:func:`~lcbayes.benchmarks.beal_ghahramani.nested_datasets`).
-        seed: random seed. Restart ``r`` of structure ``c`` draws its start with the key
-            ``split(fold_in(PRNGKey(seed), structure_index(c)), restarts)[r]``, so a subset of
-            ``codes`` gets the same starts as the full study.
+        seed: random seed. Every structure draws its starts from a NumPy generator of this
+            seed, exactly as ``lcbayes.vbem(structure_from_codes(c), data, restarts, seed)``
+            does, so its VB score is that call's bound and does not depend on the other
+            ``codes``.
         restarts: prior draws per structure, shared by EM and VBEM (Beal: 3).
         tol: stop when the objective (MAP objective, VB bound) changes by less than this per
             datum (Beal: 1e-6).
@@ -361,35 +405,44 @@ def fit_all(
     data = host.check_data(data)
     patterns, weights = _padded(data, n_patterns)
     priors = tuple(jnp.asarray(a) for a in prior_tables(host, "dirichlet"))
-    pool = bg.batched_pooling(codes)
-    pooling = tuple(jnp.asarray(pool[name]) for name in host.nodes)
+    tying = bg.batched_pooling(codes)
+    pooling = tuple(jnp.asarray(tying[name]) for name in host.nodes)
     row_weights = tuple(1.0 / p.sum(axis=-1) for p in pooling)
-    index = {c: i for i, c in enumerate(bg.parent_codes())}
-    keys = jax.vmap(lambda i: jax.random.split(jax.random.fold_in(
-        jax.random.PRNGKey(seed), i), restarts))(jnp.array([index[c] for c in codes]))
+    drawn = [_prior_starts(c, seed, restarts) for c in codes]
+    starts = tuple(jnp.asarray(np.stack(node)) for node in zip(*drawn, strict=True))
     if batch_size is None:
         batch_size = 1 if jax.default_backend() == "cpu" else len(codes)
     n = data.n_observed_rows
     shared = (patterns, weights, priors, tol * n)
     static = {"host": host, "max_iter": int(max_iter),
               "batch_size": min(batch_size, -(-len(codes) // workers))}
-    per_structure = (pooling, row_weights, keys)
 
-    em = vb = None
-    seconds = {}
+    studies = {}
     if any(m in EM_METHODS for m in methods):
-        em, seconds["em_compile"], seconds["em"] = _run(
-            _em_study, shared, per_structure,
-            {**static, "accelerate": acceleration == "squarem"}, workers)
+        studies["em"] = (_em_study, {**static, "accelerate": acceleration == "squarem"})
     if "VB" in methods:
-        vb, seconds["vb_compile"], seconds["vb"] = _run(
-            _vb_study, shared, per_structure, static, workers)
+        studies["vb"] = (_vb_study, static)
+    chunks = _chunks((pooling, row_weights, starts), workers)
+
+    def compile_study(study):
+        program, options = study
+        return program.lower(*shared, *chunks[0], **options).compile()
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(len(studies)) as pool:  # XLA compiles the two programs in parallel
+        programs = dict(zip(studies, pool.map(compile_study, studies.values()), strict=True))
+    seconds = {"compile": time.perf_counter() - start}
+    outputs = {}
+    for name, program in programs.items():
+        start = time.perf_counter()
+        outputs[name] = _execute(program, shared, chunks, len(codes))
+        seconds[name] = time.perf_counter() - start
+    em, vb = outputs.get("em"), outputs.get("vb")
 
     log_prior = cs = None
     if em is not None:
-        sub_priors = [prior_tables(bg.structure_from_codes(c), "dirichlet") for c in codes]
         log_prior = np.array([[dirichlet_log_density(
-            _sub_tables(c, [t[i, r] for t in em.tables]), sub_priors[i])
+            _sub_tables(c, [t[i, r] for t in em.tables]), _sub_priors(c))
             for r in range(restarts)] for i, c in enumerate(codes)])
         cs = np.vectorize(scores.cheeseman_stutz)(em.loglik, em.complete_evidence,
                                                   em.complete_loglik)
