@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlogy
 
-from . import scores
+from . import scores, squarem
 from .alias import log_alias
 from .data import Dataset
 from .dimension import effective_dimension
@@ -116,37 +116,11 @@ def _starts(structure: Structure, patterns, weights, keys):
 
 
 _TINY = 1e-300  # floor for logs of probabilities in the extrapolation (exact zeros allowed)
-_MAX_STEP = 64.0  # largest SQUAREM step length |a|; the monotone safeguard rejects bad ones
 
 
-def _flatten(tables) -> jax.Array:
-    """All CPT entries in one vector (SQUAREM works on it with a handful of operations)."""
-    return jnp.concatenate([t.ravel() for t in tables])
-
-
-def _unflatten(flat: jax.Array, shapes) -> tuple[jax.Array, ...]:
-    """Inverse of :func:`_flatten` for tables of the given ``(q_i, r_i)`` shapes."""
-    out, start = [], 0
-    for q, r in shapes:
-        out.append(flat[start:start + q * r].reshape(q, r))
-        start += q * r
-    return tuple(out)
-
-
-def _extrapolate(t0, t1, t2, rows, n_rows: int, max_step: float) -> jax.Array:
-    """SQUAREM's squared extrapolation (Varadhan & Roland 2008, scheme S3) in the log basis.
-
-    With ``r = u1 - u0`` and ``v = u2 - 2 u1 + u0`` over the log tables ``u`` of three successive
-    EM iterates (flattened; ``rows`` numbers the CPT row of every entry), the new point is
-    ``u0 - 2 a r + a^2 v`` with ``a = -|r| / |v|`` clamped to ``[-max_step, -1]`` (``a = -1``
-    gives back ``u2``), renormalised row by row (a softmax), so every extrapolated table is a
-    valid CPT."""
-    u0, u1, u2 = (jnp.log(jnp.maximum(t, _TINY)) for t in (t0, t1, t2))
-    r, v = u1 - u0, u2 - 2.0 * u1 + u0
-    r_norm, v_norm = jnp.sqrt(r @ r), jnp.sqrt(v @ v)
-    step = jnp.where(v_norm > 0, -r_norm / jnp.where(v_norm > 0, v_norm, 1.0), -1.0)
-    step = jnp.clip(step, -max_step, -1.0)
-    u = u0 - 2.0 * step * r + step * step * v
+def _row_softmax(u: jax.Array, rows: jax.Array, n_rows: int) -> jax.Array:
+    """Log tables (flat; ``rows`` numbers the CPT row of every entry) back to CPTs: SQUAREM
+    extrapolates in the log basis and renormalises row by row, so every point is a valid CPT."""
     u = u - jax.ops.segment_max(u, rows, num_segments=n_rows)[rows]
     e = jnp.exp(u)
     return e / jax.ops.segment_sum(e, rows, num_segments=n_rows)[rows]
@@ -160,20 +134,13 @@ def _fit(structure: Structure, patterns, weights, alphas, tol_total, starts, lim
     """Run EM from every start in ``starts`` for at most ``limit`` (<= ``max_iter``, the
     history length) iterations, ``batch_size`` restarts vmapped at a time.
 
-    Plain EM: one E and M step per iteration. Accelerated (``accelerate``): one SQUAREM cycle
-    per iteration, i.e. two EM steps ``t0 -> t1 -> t2``, an extrapolated point ``t'`` and one
-    EM step from it. The cycle ends at ``M(t')`` when ``t'`` is at least as good as ``t1``,
-    else at ``t2``; either way the objective is at least that of ``t1`` >= that of ``t0``, so
-    the sequence stays monotone (the safeguard). Convergence is judged on the plain EM step
-    ``t0 -> t1`` in both modes, so ``tol`` means the same thing.
+    Plain EM, or (``accelerate``) SQUAREM cycles (:mod:`lcbayes.squarem`) extrapolating the
+    log tables, renormalised row by row; either way the objective never decreases.
 
     ``pooling`` and ``row_weights`` tie CPT rows (one host shape for many structures, e.g.
     :mod:`lcbayes.benchmarks.beal_ghahramani`): per node a ``(q, q)`` 0/1 matrix of tied rows
     (counts are pooled before the M step) and ``1 / group size`` per row (the prior term counts
-    every group once). Starts must already be tied.
-
-    The loop body holds a single E step: a SQUAREM cycle is three turns of the loop (``phase``
-    0, 1, 2), which keeps the compiled program as small as plain EM's."""
+    every group once). Starts must already be tied."""
     evidence = prepare(structure, patterns)
 
     def objective(tables, log_marg):
@@ -183,41 +150,18 @@ def _fit(structure: Structure, patterns, weights, alphas, tol_total, starts, lim
     n_rows = sum(q for q, _ in shapes)
     rows = jnp.asarray(np.repeat(np.arange(n_rows), [r for q, r in shapes for _ in range(q)]))
 
+    def step(x):
+        tables = squarem.unflatten(x, shapes)
+        est = e_step(structure, _log(tables), evidence, weights)
+        return (objective(tables, est.log_marginal),
+                squarem.flatten(_m_step(est.counts, alphas, shift, pooling)))
+
     def run(tables):
-        def cond(state):
-            it, phase, done = state[-3:]
-            return ((it < limit) | (phase != 0)) & ~done
-
-        def body(state):
-            x, t0, fallback, v0, v1, history, previous, it, phase, _ = state
-            tables = _unflatten(x, shapes)
-            est = e_step(structure, _log(tables), evidence, weights)
-            value = objective(tables, est.log_marginal)
-            mapped = _flatten(_m_step(est.counts, alphas, shift, pooling))
-            if not accelerate:
-                done = jnp.abs(value - previous) < tol_total
-                return (mapped, t0, fallback, v0, v1, history.at[it].set(value), value, it + 1,
-                        phase, done)
-            first, second = phase == 0, phase == 1
-            slot = jnp.minimum(it, max_iter - 1)  # it == max_iter only after the last phase 0
-            # phase 0: x = t0, mapped = t1; phase 1: x = t1, mapped = t2 (convergence is
-            # judged here); phase 2: x = t', mapped = M(t'), kept if t' beats t1.
-            done = second & (jnp.abs(value - v0) < tol_total)
-            jump = _extrapolate(t0, x, mapped, rows, n_rows, _MAX_STEP)
-            better = jnp.isfinite(value) & (value >= v1)
-            nxt = jnp.where(first | (second & done) | (~second & better), mapped,
-                            jnp.where(second, jump, fallback))
-            return (nxt, jnp.where(first, x, t0), jnp.where(second, mapped, fallback),
-                    jnp.where(first, value, v0), jnp.where(second, value, v1),
-                    history.at[slot].set(jnp.where(first, value, history[slot])), previous,
-                    it + first, (phase + 1) % 3, done)
-
-        flat = _flatten(tables)
-        nan = jnp.array(jnp.nan)
-        start = (flat, flat, flat, nan, nan, jnp.full(max_iter, jnp.nan),
-                 jnp.array(-jnp.inf), jnp.array(0), jnp.array(0), jnp.array(False))
-        flat, *_, history, _, n_iter, _, done = jax.lax.while_loop(cond, body, start)
-        tables = _unflatten(flat, shapes)
+        flat, history, n_iter, done = squarem.iterate(
+            step, squarem.flatten(tables), lambda t: jnp.log(jnp.maximum(t, _TINY)),
+            lambda u: _row_softmax(u, rows, n_rows), tol_total, limit, max_iter, accelerate,
+            squarem.entry_weights(row_weights, shapes))
+        tables = squarem.unflatten(flat, shapes)
         log_marg = log_marginal(structure, _log(tables), evidence)
         return _Runs(tables, history, n_iter, done, weights @ log_marg,
                      objective(tables, log_marg))

@@ -45,8 +45,8 @@ def simulated():
 def test_vbem_bound_never_decreases(simulated, kind):
     structure, data = simulated[kind]
     vb = lcb.vbem(structure, data, restarts=2, seed=1, tol=1e-10, max_iter=400)
-    assert vb.n_iter > 5
-    assert np.diff(vb.history).min() >= -1e-9 * abs(vb.elbo)
+    assert vb.n_iter > 2
+    assert np.all(np.diff(vb.history) >= -1e-9 * abs(vb.elbo))
     assert vb.elbo >= vb.history[-1] - 1e-9 * abs(vb.elbo)
     assert vb.elbo == pytest.approx(vb.restart_elbos.max())
 
@@ -126,7 +126,7 @@ def test_cheeseman_stutz_is_the_bound_after_one_vbm_step_and_vbem_only_raises_it
     assert fit.cs == pytest.approx(collapsed + entropy, abs=1e-8)
     vb = lcb.vbem(structure, data, init=fit, tol=1e-10)
     assert vb.history[0] >= fit.cs - 1e-9
-    assert np.diff(vb.history).min() >= -1e-9 * abs(vb.elbo)
+    assert np.all(np.diff(vb.history) >= -1e-9 * abs(vb.elbo))
     assert fit.cs <= vb.elbo + 1e-9
 
 
