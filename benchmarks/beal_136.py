@@ -165,7 +165,7 @@ def write_figure(path: Path, scores: pd.DataFrame) -> None:
     sizes = [n for n in FIG2_SIZES if n in set(scores["n"])]
     fig, axes = plt.subplots(len(sizes), len(FIG2_COLUMNS), figsize=(13, 2.1 * len(sizes)),
                              sharex=True, squeeze=False)
-    for row, n in zip(axes, sizes, strict=True):
+    for r, (row, n) in enumerate(zip(axes, sizes, strict=True)):
         group = scores[scores["n"] == n]
         truth = group["codes"] == bg.canonical(bg.TRUE_CODES)
         for ax, column in zip(row, FIG2_COLUMNS, strict=True):
@@ -173,7 +173,7 @@ def write_figure(path: Path, scores: pd.DataFrame) -> None:
             ax.scatter(group.loc[truth, "d"], group.loc[truth, column], s=30, color="C3",
                        marker="x", label="true structure")
             ax.tick_params(labelsize=7)
-            if row is axes[0]:
+            if r == 0:
                 ax.set_title(column)
             if column == FIG2_COLUMNS[0]:
                 ax.set_ylabel(f"n = {n}", fontsize=9)
