@@ -48,7 +48,7 @@ from .dirichlet import complete_data_log_evidence
 from .errors import LcbayesError
 from .inference import Evidence, e_step, log_marginal, prepare
 from .params import PriorSpec, dirichlet_log_density, from_tables, prior_tables, to_tables
-from .run_record import RunRecord, record_fields
+from .run_record import RunRecord, check_run_arguments, record_fields
 from .structure import Structure
 from .summary import em_summary
 
@@ -367,17 +367,6 @@ class EMResult(RunRecord):
         )
 
 
-def _check_arguments(restarts: int, tol: float, max_iter: int, map_basis: str) -> None:
-    if isinstance(restarts, bool) or not isinstance(restarts, int | np.integer) or restarts < 1:
-        raise LcbayesError(f"restarts must be an integer >= 1, got {restarts!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
-        raise LcbayesError(f"max_iter must be an integer >= 1, got {max_iter!r}")
-    if not (isinstance(tol, int | float) and tol > 0):
-        raise LcbayesError(f"tol must be a positive number, got {tol!r}")
-    if map_basis not in ("softmax", "simplex"):
-        raise LcbayesError(f"map_basis must be 'softmax' or 'simplex', got {map_basis!r}")
-
-
 def em(
     structure: Structure,
     data: Dataset,
@@ -421,13 +410,10 @@ def em(
             starts many-fold; ``"none"``: plain EM, one E step per iteration. Both stop on
             the same plain-EM-step criterion and reach the same fixed points.
     """
-    _check_arguments(restarts, tol, max_iter, map_basis)
-    if acceleration not in ("squarem", "none"):
-        raise LcbayesError(f"acceleration must be 'squarem' or 'none', got {acceleration!r}")
-    for name, value in (("keep", keep), ("burn_in", burn_in), ("batch_size", batch_size)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 1):
-            raise LcbayesError(f"{name} must be an integer >= 1, got {value!r}")
+    check_run_arguments(tol, acceleration, restarts=restarts, max_iter=max_iter, keep=keep,
+                        burn_in=burn_in, batch_size=batch_size)
+    if map_basis not in ("softmax", "simplex"):
+        raise LcbayesError(f"map_basis must be 'softmax' or 'simplex', got {map_basis!r}")
     start = time.perf_counter()
     data = structure.check_data(data)
     alphas = prior_tables(structure, prior)

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .data import Dataset
+from .errors import LcbayesError
 from .structure import Structure
 
-__all__ = ["RunRecord", "record_fields"]
+__all__ = ["RunRecord", "check_run_arguments", "record_fields"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -108,3 +109,16 @@ def record_fields(structure: Structure, data: Dataset, runs, best: int, hidden_m
         "tol": float(tol),
         "max_iter": int(max_iter),
     }
+
+
+def check_run_arguments(tol: float, acceleration: str, **counts: int | None) -> None:
+    """Refuse a non-positive ``tol``, an unknown ``acceleration`` and any of ``counts``
+    (``restarts=..., max_iter=...``; ``None`` means "not given") that is not an integer >= 1."""
+    for name, value in counts.items():
+        if value is not None and (isinstance(value, bool)
+                                  or not isinstance(value, int | np.integer) or value < 1):
+            raise LcbayesError(f"{name} must be an integer >= 1, got {value!r}")
+    if not (isinstance(tol, int | float) and not isinstance(tol, bool) and tol > 0):
+        raise LcbayesError(f"tol must be a positive number, got {tol!r}")
+    if acceleration not in ("squarem", "none"):
+        raise LcbayesError(f"acceleration must be 'squarem' or 'none', got {acceleration!r}")

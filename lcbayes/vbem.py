@@ -59,7 +59,7 @@ from .em import EMResult
 from .errors import LcbayesError
 from .inference import e_step, prepare
 from .params import PriorSpec, from_tables, prior_tables, to_tables
-from .run_record import RunRecord, record_fields
+from .run_record import RunRecord, check_run_arguments, record_fields
 from .structure import Structure
 
 __all__ = ["BoundTerms", "VBResult", "bound_terms", "fit_tied", "prior_draw", "vbem"]
@@ -314,17 +314,8 @@ def vbem(
             ``ln alpha`` (up to three VBE steps, monotone safeguard; :mod:`lcbayes.squarem`);
             ``"none"``: plain alternation. Both stop on the same plain-step criterion.
     """
-    if isinstance(restarts, bool) or not isinstance(restarts, int | np.integer) or restarts < 1:
-        raise LcbayesError(f"restarts must be an integer >= 1, got {restarts!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
-        raise LcbayesError(f"max_iter must be an integer >= 1, got {max_iter!r}")
-    if not (isinstance(tol, int | float) and tol > 0):
-        raise LcbayesError(f"tol must be a positive number, got {tol!r}")
-    if acceleration not in ("squarem", "none"):
-        raise LcbayesError(f"acceleration must be 'squarem' or 'none', got {acceleration!r}")
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
-                                   or batch_size < 1):
-        raise LcbayesError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    check_run_arguments(tol, acceleration, restarts=restarts, max_iter=max_iter,
+                        batch_size=batch_size)
     start = time.perf_counter()
     data = structure.check_data(data)
     lambdas = prior_tables(structure, prior)
