@@ -243,25 +243,26 @@ class StudyFit:
     def params(self, codes: Sequence[int], restart: int | None = None) -> dict[str, np.ndarray]:
         """MAP CPTs of ``codes`` (for ``structure_from_codes(codes)``) of one restart (default:
         the one with the highest MAP objective)."""
-        i = self.index(codes)
         if self.em_tables is None:
             raise LcbayesError("EM was not run (methods without MAP, BIC, BICp, CS)")
-        r = int(np.argmax(self.objective[i])) if restart is None else restart
-        sub = bg.canonical(codes)
-        return from_tables(bg.structure_from_codes(sub), _sub_tables(
-            sub, [t[i, r] for t in self.em_tables]))
+        return self._sub_structure(codes, restart, self.em_tables, self.objective)
 
     def posterior(self, codes: Sequence[int], restart: int | None = None
                   ) -> dict[str, np.ndarray]:
         """VB Dirichlet posteriors of ``codes`` (CPT-shaped, for ``structure_from_codes(codes)``)
         of one restart (default: the one with the highest bound)."""
-        i = self.index(codes)
         if self.vb_alphas is None:
             raise LcbayesError("VBEM was not run (methods without VB)")
-        r = int(np.argmax(self.elbo[i])) if restart is None else restart
+        return self._sub_structure(codes, restart, self.vb_alphas, self.elbo)
+
+    def _sub_structure(self, codes, restart, host_tables, score) -> dict[str, np.ndarray]:
+        """Host tables of one structure and restart (default: the best by ``score``) mapped
+        back to the sub-structure's own CPT shapes."""
+        i = self.index(codes)
+        r = int(np.argmax(score[i])) if restart is None else restart
         sub = bg.canonical(codes)
         return from_tables(bg.structure_from_codes(sub), _sub_tables(
-            sub, [a[i, r] for a in self.vb_alphas]))
+            sub, [t[i, r] for t in host_tables]))
 
     def to_frame(self) -> pd.DataFrame:
         """One row per structure: ``codes``, ``d``, ``log_alias``, the best-of-restarts scores
