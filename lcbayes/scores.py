@@ -5,7 +5,11 @@ All scores approximate ``ln p(y | m)``:
 * ``bic = loglik - d/2 ln N`` (Schwarz; Beal & Ghahramani eq. 24),
 * ``aic = loglik - d``,
 * ``icl = bic - E`` with ``E = -sum_rows sum_h q(h | y) ln q(h | y)`` the entropy of the posterior
-  hidden memberships (Biernacki, Celeux & Govaert 2000, "ICL-BIC").
+  hidden memberships (Biernacki, Celeux & Govaert 2000, "ICL-BIC"),
+* ``bicp = bic + ln p(theta_hat | m)`` and Cheeseman-Stutz (Beal & Ghahramani §3.2-3.3, §4.1).
+
+:class:`~lcbayes.EMResult` also offers BIC with the effective dimension (``bic_e``) and the
+alias-corrected scores; :mod:`lcbayes.alias` gives the correction ``ln S``.
 
 ``d`` is the number of free parameters and ``N`` the number of rows with at least one observed
 value. Packages such as poLCA report ``-2 loglik + d ln N``; that number is ``-2 * bic`` (see
