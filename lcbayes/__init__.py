@@ -10,7 +10,9 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+from .ais import ais  # noqa: E402
 from .alias import alias_count, log_alias  # noqa: E402
+from .annealing import AISResult  # noqa: E402
 from .cache import enable_compilation_cache  # noqa: E402
 from .data import Dataset  # noqa: E402
 from .dimension import DimensionResult, effective_dimension, effective_dimension_details  # noqa: E402
@@ -32,6 +34,7 @@ from .vbem import BoundTerms, VBResult, bound_terms, vbem  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "AISResult",
     "BoundTerms",
     "DataError",
     "Dataset",
@@ -44,6 +47,7 @@ __all__ = [
     "TooLargeError",
     "VBResult",
     "__version__",
+    "ais",
     "alias_count",
     "bound_terms",
     "dag",

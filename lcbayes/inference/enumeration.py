@@ -38,7 +38,7 @@ from .estep import (
     one_hot_columns,
 )
 
-__all__ = ["e_step", "log_marginal", "prepare"]
+__all__ = ["e_step", "joint_plan", "log_marginal", "prepare"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,8 @@ class _Plan:
 
 
 @lru_cache(maxsize=256)
-def _plan(structure: Structure) -> _Plan:
+def joint_plan(structure: Structure) -> _Plan:
+    """Static index arrays of the joint enumeration of ``structure`` (cached)."""
     enumerated = structure.enumerated_nodes
     cards = [structure.cardinalities[i] for i in enumerated]
     n_states = int(np.prod(cards)) if cards else 1
@@ -99,7 +100,7 @@ def _plan(structure: Structure) -> _Plan:
 
 def prepare(structure: Structure, patterns: jax.Array) -> Evidence:
     """One-hot leaf evidence and the consistency of observed parents with each joint state."""
-    plan = _plan(structure)
+    plan = joint_plan(structure)
     one_hot = one_hot_columns(patterns, [plan.column[i] for i in plan.leaves],
                               [structure.cardinalities[i] for i in plan.leaves])
     observed_parents = [i for i in plan.enumerated if i in plan.column]
@@ -116,7 +117,7 @@ def _log_joint(structure: Structure, log_tables, evidence: Evidence, virtual_evi
     """``(P, S)`` values of ``ln p(y_p, e)`` (plus any per-pattern virtual evidence on hidden
     nodes, ``virtual_evidence[h][p, e_h]``); an impossible state may hold the huge negative
     stand-in for ``ln 0`` instead of ``-inf`` (:func:`normalise_rows` treats both alike)."""
-    plan = _plan(structure)
+    plan = joint_plan(structure)
     prior = jnp.zeros(plan.n_states)
     for i in plan.enumerated:
         prior = prior + log_tables[i][plan.config[i], plan.value[i]]
@@ -144,7 +145,7 @@ def log_marginal(structure: Structure, log_tables, evidence: Evidence) -> jax.Ar
 def e_step(structure: Structure, log_tables, evidence: Evidence, weights: jax.Array,
            virtual_evidence=None) -> EStep:
     """Log marginals, expected counts, hidden marginals and posterior entropies."""
-    plan = _plan(structure)
+    plan = joint_plan(structure)
     logj = _log_joint(structure, log_tables, evidence, virtual_evidence)
     log_marg, q = normalise_rows(logj)
     mass = weights[:, None] * q

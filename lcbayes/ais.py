@@ -1,0 +1,393 @@
+"""Annealed importance sampling of ``ln p(y | m)`` for lcbayes structures.
+
+Beal & Ghahramani (2006) §3.6, Algorithm 3.1: chains start from exact prior draws and move
+through ``f_k(theta) = p(theta) p(y | theta)^tau_k`` (eq. 63); after the transition at
+``tau_{k-1}`` each chain adds ``(tau_k - tau_{k-1}) ln p(y | theta)`` to its log weight, and
+``ln Z_hat = logsumexp_c ln w_c - ln C`` (:mod:`lcbayes.annealing` states the estimator and
+its standard error). No transition is ever run at ``tau = 1``. Two transition kernels:
+
+``kernel="mh"`` (Beal's kernel): one Metropolis-Hastings step per temperature on all CPTs
+jointly, hidden variables summed out exactly by the inference core. Every CPT row is proposed
+from a Dirichlet centred on the current row, ``theta' ~ Dir(a(theta))`` with
+``a(theta) = alpha_k theta + FLOOR`` and accepted with probability (eq. 67)::
+
+    min(1, f_{k-1}(theta') Dir(theta | a(theta')) / [f_{k-1}(theta) Dir(theta' | a(theta))])
+
+The strength ``alpha_k = c0 + c1 * n * tau_{k-1}`` grows with the number of observed rows
+``n`` times the temperature, as the tempered posterior's precision does (Beal §5's suggested
+fix for the acceptance rate that collapses at large ``n`` under a fixed width). It is set in
+advance, never from the chains, so the sampler stays exactly unbiased for ``Z``. ``FLOOR``
+keeps proposal shapes away from zero (Dirichlet shapes ``<< 1`` underflow); the Hastings ratio
+uses the same ``a(.)`` both ways, so it changes efficiency, not validity. Draws are made as log
+gammas, so no probability underflows to 0.
+
+``kernel="gibbs"`` anneals the complete-data likelihood instead (module
+:mod:`lcbayes.inference.completion`): ``f_k(theta, s) = p(theta) p(s | theta)
+p(y | s, theta)^tau_k``, whose marginal normalisers are again ``Z_0 = 1`` and ``Z_K = p(y)``.
+Each temperature does one Gibbs sweep, ``theta | s ~ Dir(lambda + N_free + tau N_seen)`` then
+``s | theta`` (exact multinomial draws per data pattern), and the weight increment is
+``(tau_k - tau_{k-1}) ln p(y | s, theta)``. Every move is accepted, so it does not degrade at
+large ``n`` like a fixed-width MH kernel; its increments are noisier (they depend on ``s``),
+and it enumerates joint hidden states (at most ``MAX_GIBBS_STATES``).
+
+Chains are vmapped and the whole temperature loop is one ``lax.scan``. Missing values are
+summed out exactly, as everywhere in lcbayes.
+
+Example::
+
+    res = lcb.ais(lcb.latent_class(data, 2), data, chains=16, temperatures=4096, seed=0)
+    res.log_evidence, res.stderr
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import gammaln
+
+from .annealing import AISResult, make_schedule
+from .data import Dataset
+from .errors import LcbayesError
+from .gamma_sampler import log_dirichlet
+from .inference import enumeration, log_marginal, prepare
+from .inference.completion import sample_completion, seen_indicators
+from .params import PriorSpec, prior_tables
+from .structure import Structure
+
+__all__ = ["DEFAULT_CONCENTRATION", "FLOOR", "MAX_GIBBS_STATES", "ais", "tied_runner"]
+
+#: Default ``(c0, c1)`` of the MH proposal strength ``alpha_k = c0 + c1 n tau_{k-1}``.
+DEFAULT_CONCENTRATION = (2.0, 0.5)
+#: Added to every Dirichlet proposal shape (module docstring).
+FLOOR = 0.05
+#: Largest number of joint hidden states the Gibbs kernel enumerates.
+MAX_GIBBS_STATES = 4096
+#: Checkpoints of the running log weights kept in ``AISResult.trace``.
+TRACE_POINTS = 128
+
+
+class _Tying(NamedTuple):
+    """Tied CPT rows (one host shape for many structures; see :func:`run_tied`)."""
+
+    first: tuple[jax.Array, ...] | None        # (q, q) row -> first row of its group
+    pooling: tuple[jax.Array, ...] | None      # (q, q) 0/1 same-group matrix
+    row_weights: tuple[jax.Array, ...] | None  # (q,) 1 / group size
+
+
+def _tie(tables, tying: _Tying):
+    if tying.first is None:
+        return tuple(tables)
+    return tuple(f @ t for f, t in zip(tying.first, tables, strict=True))
+
+
+def _per_node(per_row, tying: _Tying) -> jax.Array:
+    """``(n_nodes,)`` sums of per-row values, each tied group of rows counted once."""
+    if tying.row_weights is None:
+        return jnp.stack([jnp.sum(v) for v in per_row])
+    return jnp.stack([w @ v for w, v in zip(tying.row_weights, per_row, strict=True)])
+
+
+def _log_dirichlet_draw(key, shapes, tying: _Tying):
+    """Log CPT rows drawn from ``Dir(shapes)`` via log gammas (no underflow to 0), tied."""
+    return _tie(log_dirichlet(key, tuple(shapes)), tying)
+
+
+def _log_prior(log_tables, priors, tying):
+    """Per node, ``ln p(theta_i)`` up to its constant: ``sum (lambda - 1) ln theta``."""
+    return _per_node([((lam - 1.0) * lt).sum(-1) for lam, lt in
+                      zip(priors, log_tables, strict=True)], tying)
+
+
+def _log_proposal(log_x, shapes, tying):
+    """Per node, ``sum_rows ln Dir(x_row | shapes_row)``."""
+    return _per_node([gammaln(a.sum(-1)) - gammaln(a).sum(-1) + ((a - 1.0) * lx).sum(-1)
+                      for a, lx in zip(shapes, log_x, strict=True)], tying)
+
+
+def _shapes(log_tables, strength):
+    return tuple(strength * jnp.exp(lt) + FLOOR for lt in log_tables)
+
+
+class _MHState(NamedTuple):
+    log_tables: tuple[jax.Array, ...]
+    loglik: jax.Array
+    log_prior: jax.Array
+
+
+class _GibbsState(NamedTuple):
+    log_tables: tuple[jax.Array, ...]
+    free_counts: tuple[jax.Array, ...]
+    seen_counts: tuple[jax.Array, ...]
+    log_seen: jax.Array
+
+
+class _Problem(NamedTuple):
+    """Everything a transition needs besides the structure (a pytree, traced)."""
+
+    evidence: object
+    weights: jax.Array
+    priors: tuple[jax.Array, ...]
+    tying: _Tying
+    seen: dict
+    rows: jax.Array | None                  # (N,) pattern of every row (Gibbs kernel)
+    strength: tuple[jax.Array, jax.Array]   # (c0, c1 * n)
+
+
+def _loglik(structure, log_tables, problem: _Problem):
+    return problem.weights @ log_marginal(structure, log_tables, problem.evidence)
+
+
+def _mh_init(structure, problem: _Problem, key):
+    log_tables = _log_dirichlet_draw(key, problem.priors, problem.tying)
+    return _MHState(log_tables, _loglik(structure, log_tables, problem),
+                    _log_prior(log_tables, problem.priors, problem.tying))
+
+
+def _blocks(structure: Structure, blocks: str) -> list[tuple[int, ...]]:
+    """Node blocks of an MH sweep: all nodes together (``"joint"``) or one by one."""
+    if blocks == "joint":
+        return [tuple(range(structure.n_nodes))]
+    return [(i,) for i in range(structure.n_nodes)]
+
+
+def _mh_step(structure, problem: _Problem, state: _MHState, key, tau, blocks: str):
+    """One MH sweep targeting ``f_tau`` (eq. 67): every block of nodes (:data:`BLOCKS`) in
+    turn proposes new CPTs and is accepted or rejected on its own. All proposals are drawn
+    first (each depends only on its own block's current tables). Returns (state, fraction of
+    blocks accepted, ln p(y | theta))."""
+    k_prop, k_accept = jax.random.split(key)
+    strength = problem.strength[0] + problem.strength[1] * tau
+    forward = _shapes(state.log_tables, strength)
+    proposal = _log_dirichlet_draw(k_prop, forward, problem.tying)
+    log_q = (_log_proposal(state.log_tables, _shapes(proposal, strength), problem.tying)
+             - _log_proposal(proposal, forward, problem.tying))   # per node, backward - forward
+    prior_gain = _log_prior(proposal, problem.priors, problem.tying) - state.log_prior
+    blocks = _blocks(structure, blocks)
+    log_u = jnp.log(jax.random.uniform(k_accept, (len(blocks),)))
+    log_tables, loglik, accepted = list(state.log_tables), state.loglik, 0.0
+    for b, block in enumerate(blocks):
+        candidate = [proposal[i] if i in block else t for i, t in enumerate(log_tables)]
+        cand_loglik = _loglik(structure, tuple(candidate), problem)
+        idx = jnp.asarray(block)
+        log_ratio = tau * (cand_loglik - loglik) + prior_gain[idx].sum() + log_q[idx].sum()
+        accept = log_u[b] < log_ratio   # a NaN ratio rejects
+        log_tables = [jnp.where(accept, c, t) for c, t in zip(candidate, log_tables,
+                                                                strict=True)]
+        loglik = jnp.where(accept, cand_loglik, loglik)
+        accepted = accepted + accept
+    log_tables = tuple(log_tables)
+    new = _MHState(log_tables, loglik, _log_prior(log_tables, problem.priors, problem.tying))
+    return new, accepted / len(blocks), loglik
+
+
+def _pooled(counts, tying: _Tying):
+    if tying.pooling is None:
+        return counts
+    return tuple(p @ c for p, c in zip(tying.pooling, counts, strict=True))
+
+
+def _complete(structure, problem: _Problem, log_tables, key, tau) -> _GibbsState:
+    comp = sample_completion(structure, log_tables, problem.evidence, problem.seen,
+                             problem.rows, tau, key)
+    return _GibbsState(log_tables, _pooled(comp.free_counts, problem.tying),
+                       _pooled(comp.seen_counts, problem.tying), comp.log_seen)
+
+
+def _gibbs_init(structure, problem: _Problem, key):
+    k_theta, k_s = jax.random.split(key)
+    log_tables = _log_dirichlet_draw(k_theta, problem.priors, problem.tying)
+    return _complete(structure, problem, log_tables, k_s, 0.0)
+
+
+def _gibbs_step(structure, problem: _Problem, state: _GibbsState, key, tau, blocks):
+    """``theta | s`` then ``s | theta`` at ``tau``; returns (state, True, ln p(y | s, theta))."""
+    k_theta, k_s = jax.random.split(key)
+    shapes = tuple(lam + f + tau * s for lam, f, s in
+                   zip(problem.priors, state.free_counts, state.seen_counts, strict=True))
+    log_tables = _log_dirichlet_draw(k_theta, shapes, problem.tying)
+    new = _complete(structure, problem, log_tables, k_s, tau)
+    return new, jnp.asarray(True), new.log_seen
+
+
+_KERNELS = {"mh": (_mh_init, _mh_step), "gibbs": (_gibbs_init, _gibbs_step)}
+
+
+def _anneal(structure: Structure, kernel: str, blocks: str, chains: int, progress,
+            problem: _Problem, tau: jax.Array, key: jax.Array):
+    """``(K, C)`` running log weights and acceptances of ``chains`` chains (one ``scan``)."""
+    init, step = _KERNELS[kernel]
+    k_init, k_run = jax.random.split(key)
+    states = jax.vmap(lambda k: init(structure, problem, k))(jax.random.split(k_init, chains))
+    chain_step = jax.vmap(lambda s, k, t: step(structure, problem, s, k, t, blocks),
+                          in_axes=(0, 0, None))
+
+    def body(carry, x):
+        states, log_w = carry
+        k, t_prev, t_next = x
+        states, accepted, loglik = chain_step(states, jax.random.split(
+            jax.random.fold_in(k_run, k), chains), t_prev)
+        log_w = log_w + (t_next - t_prev) * loglik
+        if progress is not None:
+            progress(k)
+        return (states, log_w), (log_w, accepted)
+
+    steps = jnp.arange(tau.shape[0] - 1)
+    _, (trace, accepted) = jax.lax.scan(body, (states, jnp.zeros(chains)),
+                                        (steps, tau[:-1], tau[1:]))
+    return trace, accepted
+
+
+_anneal_jit = jax.jit(_anneal, static_argnums=(0, 1, 2, 3, 4))
+
+
+def _problem(structure: Structure, patterns, weights, priors, tying: _Tying, kernel: str,
+             strength) -> _Problem:
+    """The traced inputs of a run; ``weights`` must be integer row counts for ``"gibbs"``."""
+    if kernel == "gibbs":
+        counts = np.asarray(weights)
+        rows = jnp.asarray(np.repeat(np.arange(counts.size), counts.round().astype(int)))
+        return _Problem(enumeration.prepare(structure, patterns), weights, priors, tying,
+                        seen_indicators(structure, patterns), rows, strength)
+    return _Problem(prepare(structure, patterns), weights, priors, tying, {}, None, strength)
+
+
+def tied_runner(structure: Structure, patterns, weights, priors, tau, strength, *,
+                kernel: str = "mh", blocks: str = "node", chains: int = 1):
+    """A function ``run(pooling, row_weights, key) -> (log weights, acceptances)`` (each
+    ``(K, chains)``) that anneals the structure obtained by tying CPT rows of the host
+    ``structure``: per node a ``(q, q)`` 0/1 same-group ``pooling`` matrix and ``row_weights``
+    ``1 / group size``; each tied group is one CPT row (prior and proposal counted once).
+
+    The data, prior (``priors``, host-shaped pseudo-counts), schedule ``tau`` and MH
+    ``strength = (c0, c1 n)`` are fixed; ``run`` is pure JAX, so it can be vmapped or
+    ``lax.map``-ped over many tyings of one host (the Beal & Ghahramani study)."""
+    base = _problem(structure, jnp.asarray(patterns), jnp.asarray(weights, dtype=jnp.float64),
+                    tuple(jnp.asarray(a) for a in priors), _Tying(None, None, None), kernel,
+                    tuple(jnp.asarray(x) for x in strength))
+    tau = jnp.asarray(tau)
+
+    def run(pooling, row_weights, key):
+        first = tuple(jax.nn.one_hot(jnp.argmax(p > 0, axis=1), p.shape[1], dtype=p.dtype)
+                      for p in pooling)
+        problem = base._replace(tying=_Tying(first, tuple(pooling), tuple(row_weights)))
+        return _anneal(structure, kernel, blocks, chains, None, problem, tau, key)
+
+    return run
+
+
+def _check(structure: Structure, chains, kernel: str, blocks: str, concentration
+           ) -> tuple[float, float]:
+    if isinstance(chains, bool) or not isinstance(chains, int | np.integer) or chains < 1:
+        raise LcbayesError(f"chains must be an integer >= 1, got {chains!r}")
+    if kernel not in _KERNELS:
+        raise LcbayesError(f"kernel must be 'mh' or 'gibbs', got {kernel!r}")
+    if blocks not in ("node", "joint"):
+        raise LcbayesError(f"blocks must be 'node' or 'joint', got {blocks!r}")
+    if kernel == "gibbs" and structure.n_enumerated_states > MAX_GIBBS_STATES:
+        raise LcbayesError(
+            f"kernel='gibbs' enumerates {structure.n_enumerated_states} joint hidden states "
+            f"(limit {MAX_GIBBS_STATES}); use kernel='mh'")
+    c0, c1 = DEFAULT_CONCENTRATION if concentration is None else concentration
+    if not (np.isfinite(c0) and np.isfinite(c1) and c0 > 0 and c1 >= 0):
+        raise LcbayesError(f"concentration must be (c0 > 0, c1 >= 0), got {concentration!r}")
+    return float(c0), float(c1)
+
+
+def _quarters(accepted: np.ndarray) -> np.ndarray:
+    """Mean acceptance over each quarter of the schedule's steps (fewer if K < 4)."""
+    return np.array([part.mean() for part in np.array_split(accepted, 4) if part.size])
+
+
+def _progress_bar(total: int):
+    """A tqdm bar advanced from inside the jitted loop (``jax.debug.callback``)."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc="AIS temperatures", unit="temp")
+    every = max(total // 100, 1)
+
+    def advance(k):
+        step = int(k) + 1
+        if step % every == 0 or step == total:
+            bar.update(step - bar.n)
+
+    def callback(k):
+        jax.debug.callback(advance, k)
+
+    return bar, callback
+
+
+def ais(
+    structure: Structure,
+    data: Dataset,
+    chains: int = 16,
+    temperatures: int = 4096,
+    schedule: str | np.ndarray = "beal",
+    seed: int = 0,
+    prior: PriorSpec = "dirichlet",
+    kernel: Literal["mh", "gibbs"] = "mh",
+    blocks: Literal["node", "joint"] = "node",
+    concentration: tuple[float, float] | None = None,
+    progress: bool = False,
+) -> AISResult:
+    """Annealed importance sampling estimate of the log evidence ``ln p(y | m)``.
+
+    Args:
+        structure: the model (latent class, HLC or DAG).
+        data: the data; missing values are marginalised.
+        chains: independent chains; ``log_evidence`` is the log of their mean weight.
+        temperatures: number of annealing steps ``K`` (Beal used 16384).
+        schedule: ``"beal"`` (eq. 69, ``e = 0.2``), ``"geometric"``, ``"linear"`` or an
+            explicit array of temperatures from 0 to 1.
+        seed: random seed; the same seed gives the same numbers.
+        prior: Dirichlet pseudo-counts (``"dirichlet"`` = 1 everywhere, a number or
+            ``{node: pseudo-counts}``).
+        kernel: ``"mh"`` (Dirichlet-proposal Metropolis-Hastings, Beal's) or ``"gibbs"``
+            (complete-data annealing); see the module docstring.
+        concentration: ``(c0, c1)`` of the MH proposal strength ``c0 + c1 n tau``
+            (default :data:`DEFAULT_CONCENTRATION`).
+        progress: show a progress bar over the temperatures.
+    """
+    start = time.perf_counter()
+    c0, c1 = _check(structure, chains, kernel, blocks, concentration)
+    tau = make_schedule(schedule, temperatures)
+    data = structure.check_data(data)
+    lambdas = prior_tables(structure, prior)
+    if lambdas is None:
+        raise LcbayesError("ais needs a proper Dirichlet prior: pass prior='dirichlet', a "
+                           "number or {node: pseudo-counts}, not None")
+    priors = tuple(jnp.asarray(a) for a in lambdas)
+    strength = (jnp.asarray(c0), jnp.asarray(c1 * data.n_observed_rows))
+    problem = _problem(structure, jnp.asarray(data.patterns),
+                       jnp.asarray(data.counts, dtype=jnp.float64), priors,
+                       _Tying(None, None, None), kernel, strength)
+    bar, callback = _progress_bar(len(tau) - 1) if progress else (None, None)
+    try:
+        trace, accepted = _anneal_jit(structure, kernel, blocks, int(chains), callback, problem,
+                                      jnp.asarray(tau), jax.random.PRNGKey(seed))
+        trace = np.asarray(trace)
+    finally:
+        if bar is not None:
+            bar.close()
+    checkpoints = np.unique(np.linspace(0, len(tau) - 2, min(TRACE_POINTS, len(tau) - 1))
+                            .round().astype(int))
+    settings = {"prior": prior if isinstance(prior, str | int | float) else "custom"}
+    if kernel == "mh":
+        settings.update(blocks=blocks, concentration=[c0, c1], floor=FLOOR,
+                        n_observed_rows=data.n_observed_rows)
+    return AISResult.from_weights(
+        trace[-1],
+        trace=trace[checkpoints].T,
+        trace_temperatures=tau[checkpoints + 1],
+        acceptance=_quarters(np.asarray(accepted)),
+        chains=int(chains),
+        temperatures=len(tau) - 1,
+        schedule=schedule if isinstance(schedule, str) else "custom",
+        kernel=kernel,
+        seed=int(seed),
+        seconds=time.perf_counter() - start,
+        settings=settings,
+    )

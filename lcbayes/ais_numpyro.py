@@ -1,0 +1,411 @@
+"""Annealed importance sampling of the evidence of any NumPyro model with continuous latents.
+
+:func:`ais_numpyro` estimates ``ln Z = ln p(y) = ln ∫ p(z) p(y | z) dz`` for a user's NumPyro
+model (observed sites given through the model's arguments) by AIS (Neal 2001), with
+Hamiltonian Monte Carlo or MALA transitions. The estimator, its standard error and the AIS
+ordering are those of :mod:`lcbayes.annealing`.
+
+**Prior and likelihood in unconstrained space.** Every latent sample site ``z_j`` (support
+``S_j``) is written ``z_j = T_j(u_j)`` with NumPyro's bijection ``T_j = biject_to(S_j)`` from an
+unconstrained ``u_j``. One run of the model under NumPyro's own reparameterisation (the one
+behind :func:`numpyro.infer.util.potential_energy`, so the density is exactly the one NUTS
+samples) gives every site's log density, which is split in two::
+
+    log prior(u) = sum_j ln p(z_j | ...) + sum_j ln |det dT_j / du_j|    (latent sites + Jacobians)
+    loglik(u)    = sum_o ln p(y_o | ...)                                 (observed sites)
+
+where the observed sites are those with ``obs=`` values and every ``numpyro.factor`` site (so
+the ``log_likelihood`` factor of :func:`lcbayes.numpyro_model` is the likelihood). Their sum is
+minus NumPyro's potential energy. ``exp(log prior(u))`` is the prior density of ``u``: it
+integrates to one, because it is the product of the latent sites' conditional densities in
+the model's own order (with the observed values plugged in wherever the model uses them).
+
+**Tempered targets.** For a schedule ``0 = tau_0 < tau_1 < ... < tau_K = 1``::
+
+    ln f_tau(u) = log prior(u) + tau * loglik(u),      f_0 = prior, f_1 ∝ posterior.
+
+**Algorithm.** ``C`` chains start from exact prior draws ``u_c^(0)``: the model is run
+forward under :class:`numpyro.handlers.seed` with the observed sites conditioned (ancestral
+sampling), the latent values are kept and mapped to unconstrained space with
+:func:`numpyro.infer.util.unconstrain_fn`. Then for ``k = 1 .. K``::
+
+    u_c^(k) ~ T_{k-1}(u_c^(k-1), .)                        (leaves f_{tau_{k-1}} invariant)
+    ln w_c += (tau_k - tau_{k-1}) * loglik(u_c^(k))
+
+and ``ln Z_hat = logsumexp_c ln w_c - ln C``. Each ``w_c`` is an unbiased estimate of ``Z``
+provided the start is an exact prior draw and each transition leaves its target invariant.
+
+**Transitions.** ``kernel="hmc"``: momentum ``p ~ N(0, I)``, ``n_leapfrog`` leapfrog steps of
+size ``eps`` on ``H(u, p) = -ln f_tau(u) + |p|^2 / 2`` (gradients by :func:`jax.grad`), then a
+Metropolis accept/reject with probability ``min(1, exp(H_0 - H_L))``. ``kernel="mala"``: the
+Metropolis-adjusted Langevin algorithm, implemented as HMC with a single leapfrog step (the
+proposal ``u + eps^2/2 grad ln f + eps xi`` and the acceptance ratio are identical).
+Proposals whose energy is not finite are rejected.
+
+**Step size.** A float ``step_size`` is used at every temperature: the chains are then
+independent and the estimator exactly unbiased. ``step_size=None`` adapts it between
+temperatures from the population's mean acceptance probability ``a_{k-1}`` at the previous
+temperature, as adaptive SMC samplers do (Jasra, Stephens, Doucet & Tsagaris 2011)::
+
+    ln eps_k = ln eps_{k-1} + (a_{k-1} - a*)       a* = 0.65 (HMC), 0.57 (MALA)
+
+a multiplicative Robbins–Monro recursion with a constant gain (the target moves with the
+temperature, so the gain is not decreased). Adaptation is standard in SMC but makes the kernel
+at step ``k`` depend on all chains' earlier states, so the chains are no longer independent
+and the weights not exactly unbiased; the bias is tiny in practice (the step size is a
+population average of many transitions), and a fixed ``step_size`` removes it.
+
+Example::
+
+    def model(y):
+        p = numpyro.sample("p", dist.Beta(2.0, 3.0))
+        numpyro.sample("y", dist.Bernoulli(p), obs=y)
+
+    result = ais_numpyro(model, y, chains=32, temperatures=256)
+    print(result.summary())
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+from numpyro import handlers
+from numpyro.infer.util import _unconstrain_reparam, compute_log_probs, unconstrain_fn
+
+from .annealing import AISResult, make_schedule
+from .errors import LcbayesError
+
+__all__ = ["MAX_CHECKPOINTS", "TARGET_ACCEPTANCE", "ais_numpyro"]
+
+#: Most checkpoints of the running log weights kept in ``AISResult.trace``.
+MAX_CHECKPOINTS = 128
+
+#: Mean acceptance probability the adaptive step size aims at, per kernel.
+TARGET_ACCEPTANCE = {"hmc": 0.65, "mala": 0.57}
+
+#: Gain of the step-size recursion ``ln eps += GAIN * (a - a*)``.
+ADAPT_GAIN = 1.0
+
+#: The adaptive step size is kept inside these bounds.
+STEP_SIZE_BOUNDS = (1e-8, 1e3)
+
+
+class _ChainState(NamedTuple):
+    """One chain: unconstrained position, its log prior (with Jacobian), log likelihood and
+    the gradients of both (rows of ``jac``), so the tempered gradient at any ``tau`` is
+    ``jac[0] + tau * jac[1]`` without another model evaluation."""
+
+    u: jax.Array
+    log_prior: jax.Array
+    log_lik: jax.Array
+    jac: jax.Array
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise LcbayesError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_arguments(model, chains, seed, kernel, step_size, n_leapfrog) -> tuple:
+    if not callable(model):
+        raise LcbayesError(f"model must be a NumPyro model function, got {type(model).__name__}")
+    chains = _check_int("chains", chains, 2)
+    n_leapfrog = _check_int("n_leapfrog", n_leapfrog, 1)
+    seed = _check_int("seed", seed, 0)
+    if kernel not in TARGET_ACCEPTANCE:
+        raise LcbayesError(f"kernel must be one of {sorted(TARGET_ACCEPTANCE)}, got {kernel!r}")
+    if step_size is not None:
+        if isinstance(step_size, bool) or not isinstance(step_size, int | float | np.number) \
+                or not np.isfinite(step_size) or step_size <= 0:
+            raise LcbayesError(f"step_size must be a finite number > 0 (or None to adapt it), "
+                               f"got {step_size!r}")
+        step_size = float(step_size)
+    return chains, seed, step_size, n_leapfrog
+
+
+def _site_names(model_trace) -> tuple[list[str], list[str]]:
+    """Names of the latent and observed sample sites of a trace; refuses discrete or scaled
+    (subsampled) latent sites, and models without latent sites."""
+    latent, observed = [], []
+    for name, site in model_trace.items():
+        if site["type"] != "sample":
+            continue
+        if site["is_observed"]:
+            observed.append(name)
+            continue
+        if site["fn"].support.is_discrete:
+            raise LcbayesError(
+                f"latent site {name!r} is discrete ({type(site['fn']).__name__}); AIS with "
+                "gradient-based transitions needs continuous latents: sum the discrete "
+                "variable out of the model first (e.g. a numpyro.factor of the log-sum-exp "
+                "over its values, as lcbayes.numpyro_model does, or numpyro's enumeration)")
+        scale = site["scale"]
+        try:
+            unscaled = scale is None or bool(np.all(np.asarray(scale) == 1))
+        except jax.errors.TracerArrayConversionError:
+            unscaled = False
+        if not unscaled:
+            raise LcbayesError(
+                f"latent site {name!r} has a log-density scale (from a subsampled plate or "
+                "handlers.scale); the prior must be an exact, normalised density: remove the "
+                "subsampling or scale from latent sites")
+        latent.append(name)
+    if not latent:
+        raise LcbayesError("the model has no latent sample sites: its evidence is its "
+                           "likelihood, there is nothing to integrate")
+    return latent, observed
+
+
+def _prior_sampler(model: Callable, args: tuple, kwargs: dict
+                   ) -> tuple[Callable, list[str], list[str], Any]:
+    """``draw(key)``: an exact prior draw of the latent sites in unconstrained space, by
+    ancestral sampling with the observed sites conditioned (the model run forward under
+    ``handlers.seed``), mapped through :func:`numpyro.infer.util.unconstrain_fn`. Also the
+    latent and observed site names and the draw's shapes, found by tracing the model
+    abstractly (:func:`jax.eval_shape`: nothing is compiled or run)."""
+    fixed = handlers.seed(model, rng_seed=0)  # for prng_key() calls outside the latent sites
+    names: dict[str, list[str]] = {}
+
+    def draw(key):
+        model_trace = handlers.trace(handlers.seed(model, key)).get_trace(*args, **kwargs)
+        if not names:
+            names["latent"], names["observed"] = _site_names(model_trace)
+        constrained = {name: model_trace[name]["value"] for name in names["latent"]}
+        return unconstrain_fn(fixed, args, kwargs, constrained)
+
+    try:
+        shapes = jax.eval_shape(draw, jax.random.PRNGKey(0))
+    except LcbayesError:
+        raise
+    except Exception as exc:  # the user's model failed: say so, keep the cause
+        raise LcbayesError(f"running the model with the given arguments failed "
+                           f"({type(exc).__name__}: {exc}); check the model's *args and "
+                           "**kwargs passed to ais_numpyro") from exc
+    return draw, names["latent"], names["observed"], shapes
+
+
+def _log_parts(model: Callable, args: tuple, kwargs: dict, observed: frozenset, u: dict
+               ) -> jax.Array:
+    """``[log prior(u) + log|J|(u), loglik(u)]`` in one model run, under the reparameterisation
+    of :func:`numpyro.infer.util.potential_energy` (its sum is minus the potential energy)."""
+    reparam = handlers.substitute(model, substitute_fn=partial(_unconstrain_reparam, u))
+    log_probs, _ = compute_log_probs(reparam, args, kwargs, {})
+    log_lik = sum((v for k, v in log_probs.items() if k in observed), start=jnp.zeros(()))
+    log_prior = sum((v for k, v in log_probs.items() if k not in observed),
+                    start=jnp.zeros(()))
+    return jnp.stack([log_prior, log_lik])
+
+
+def _compile_once(fn: Callable, *args: Any) -> Any:
+    """``fn(*args)`` compiled without XLA backend optimisation (for code that runs once)."""
+    lowered = jax.jit(fn).lower(*args)
+    try:
+        compiled = lowered.compile({"xla_backend_optimization_level": 0})
+    except Exception:  # an XLA build without that option: compile as usual
+        compiled = lowered.compile()
+    return compiled(*args)
+
+
+def _checkpoint_steps(temperatures: int) -> np.ndarray:
+    """Up to :data:`MAX_CHECKPOINTS` step indices ``1..K``, evenly spaced, ending at ``K``."""
+    n = min(temperatures, MAX_CHECKPOINTS)
+    return np.unique(np.round(np.linspace(0, temperatures, n + 1)[1:]).astype(int))
+
+
+def _quarter_means(values: np.ndarray) -> np.ndarray:
+    return np.array([part.mean() if part.size else np.nan
+                     for part in np.array_split(np.asarray(values), 4)])
+
+
+def ais_numpyro(
+    model: Callable,
+    *args: Any,
+    chains: int = 16,
+    temperatures: int = 1024,
+    schedule: str | np.ndarray = "beal",
+    seed: int = 0,
+    kernel: str = "hmc",
+    step_size: float | None = None,
+    n_leapfrog: int = 5,
+    **kwargs: Any,
+) -> AISResult:
+    """Annealed importance sampling estimate of the log evidence ``ln p(y)`` of a NumPyro model.
+
+    The model's latent sample sites must be continuous; its observed sites (``obs=``) and
+    ``numpyro.factor`` sites form the likelihood (module docstring). The prior draws and the
+    whole temperature loop (one :func:`jax.lax.scan`, the chains vectorised with
+    :func:`jax.vmap`) are one jitted computation, compiled afresh for every call.
+
+    Args:
+        model: a NumPyro model function, e.g. :func:`lcbayes.numpyro_model` of a structure.
+        *args: positional arguments of ``model`` (the observed data among them).
+        chains: number of independent AIS chains ``C`` (an integer >= 2).
+        temperatures: number of temperatures ``K`` after ``tau_0 = 0`` (an integer >= 1);
+            ignored when ``schedule`` is an array.
+        schedule: ``"beal"`` (Beal & Ghahramani eq. 69), ``"geometric"``, ``"linear"``, or an
+            explicit array rising strictly from 0 to 1
+            (:func:`lcbayes.annealing.make_schedule`).
+        seed: random seed (an integer >= 0); the same seed gives the same numbers.
+        kernel: ``"hmc"`` (``n_leapfrog`` leapfrog steps + Metropolis correction) or
+            ``"mala"`` (HMC with one leapfrog step, which is exactly MALA).
+        step_size: leapfrog step size in unconstrained space, fixed at every temperature (the
+            estimator is then exactly unbiased); ``None`` adapts it from the population's mean
+            acceptance at the previous temperature towards 0.65 (HMC) or 0.57 (MALA).
+        n_leapfrog: leapfrog steps per HMC transition (an integer >= 1; MALA uses 1).
+        **kwargs: keyword arguments of ``model``. (A model keyword that clashes with an
+            argument above must be bound first, e.g. with :func:`functools.partial`.)
+
+    Returns:
+        An :class:`~lcbayes.annealing.AISResult` with ``kernel`` ``"hmc"`` or ``"mala"``;
+        ``acceptance`` holds the mean Metropolis acceptance probability in each quarter of
+        the schedule, and ``settings`` the step sizes (initial, final and mean per quarter),
+        ``n_leapfrog``, the target acceptance, the dimension and the site names.
+
+    Raises:
+        LcbayesError: a bad argument, a model that fails on the given arguments, a discrete
+            or subsampled latent site, a model without latent sites, or prior draws at which
+            the density is not finite.
+    """
+    start = time.perf_counter()
+    chains, seed, step_size, n_leapfrog = _check_arguments(
+        model, chains, seed, kernel, step_size, n_leapfrog)
+    tau = make_schedule(schedule, temperatures)
+    n_temps = tau.size - 1
+    schedule_name = schedule if isinstance(schedule, str) else "custom"
+    if kernel == "mala":
+        n_leapfrog = 1
+
+    prior_draw, latent, observed, shapes = _prior_sampler(model, args, kwargs)
+    _, unravel = ravel_pytree(jax.tree_util.tree_map(
+        lambda a: jnp.zeros(a.shape, jnp.result_type(a.dtype, jnp.float64)), shapes))
+    dim = sum(int(np.prod(a.shape)) for a in jax.tree_util.tree_leaves(shapes))
+    fixed_model = handlers.seed(model, rng_seed=0)
+    parts = partial(_log_parts, fixed_model, args, kwargs, frozenset(observed))
+
+    def evaluate(flat):
+        """``[log prior, loglik]`` at ``flat`` and their gradients (rows of ``jac``)."""
+        values, pullback = jax.vjp(lambda x: parts(unravel(x)), flat)
+        (jac,) = jax.vmap(pullback)(jnp.eye(2, dtype=values.dtype))
+        return values, jac
+
+    def transition(state: _ChainState, p0, log_u, tau_k, eps, force):
+        """One HMC transition leaving ``f_tau_k`` invariant from momentum ``p0`` and log
+        uniform ``log_u``; returns the new state and the acceptance probability. With
+        ``eps = 0`` and ``force`` it only evaluates the state at its position."""
+
+        def grad(s):
+            return s.jac[0] + tau_k * s.jac[1]
+
+        def leapfrog(carry, _):
+            s, p = carry
+            p = p + 0.5 * eps * grad(s)
+            u = s.u + eps * p
+            values, jac = evaluate(u)
+            s = _ChainState(u, values[0], values[1], jac)
+            p = p + 0.5 * eps * grad(s)
+            return (s, p), None
+
+        (proposal, p1), _ = jax.lax.scan(leapfrog, (state, p0), None, length=n_leapfrog)
+        h0 = -(state.log_prior + tau_k * state.log_lik) + 0.5 * p0 @ p0
+        h1 = -(proposal.log_prior + tau_k * proposal.log_lik) + 0.5 * p1 @ p1
+        log_ratio = jnp.where(jnp.isfinite(h1) & jnp.all(jnp.isfinite(proposal.jac)),
+                              h0 - h1, -jnp.inf)
+        accept = force | (log_u < log_ratio)
+        new = jax.tree_util.tree_map(lambda a, b: jnp.where(accept, a, b), proposal, state)
+        return new, jnp.exp(jnp.minimum(log_ratio, 0.0))
+
+    adapt = step_size is None
+    target = TARGET_ACCEPTANCE[kernel]
+    eps0 = step_size if not adapt else 0.5 * dim ** (-0.25 if kernel == "hmc" else -1 / 3)
+    checkpoints = _checkpoint_steps(n_temps)
+    # Scan steps 0..K; step 0 only evaluates the prior draws (so the model's gradient is
+    # compiled once, inside the leapfrog). Step k writes its log weights to row slots[k] of
+    # the trace buffer, whose extra last row collects the steps that are not checkpoints.
+    slots = np.full(n_temps + 1, checkpoints.size)
+    slots[checkpoints] = np.arange(checkpoints.size)
+    tau_prev = np.concatenate([[0.0], tau[:-1]])
+
+    # Exact prior draws, compiled without backend optimisation: they run once, and NumPyro's
+    # rejection samplers (Gamma, Beta, Dirichlet) are slow to compile optimised.
+    key_prior, key_run = jax.random.split(jax.random.PRNGKey(seed))
+    flat0 = _compile_once(jax.vmap(lambda key: ravel_pytree(prior_draw(key))[0]),
+                          jax.random.split(key_prior, chains)).astype(jnp.float64)
+
+    @jax.jit
+    def run(flat0, key, tau_prev, tau_next, slots):
+        zeros = jnp.zeros(chains, dtype=flat0.dtype)
+        state = _ChainState(flat0, zeros, zeros, jnp.zeros((chains, 2, dim), flat0.dtype))
+
+        def step(carry, xs):
+            state, eps, log_w, buffer = carry
+            k, t_prev, t_next, slot = xs
+            first = k == 0
+            key_p, key_u = jax.random.split(jax.random.fold_in(key, k))
+            p0 = jax.random.normal(key_p, state.u.shape, dtype=state.u.dtype)
+            log_u = jnp.log(jax.random.uniform(key_u, (chains,), dtype=state.u.dtype))
+            state, acc = jax.vmap(transition, in_axes=(0, 0, 0, None, None, None))(
+                state, p0, log_u, t_prev, jnp.where(first, 0.0, eps), first)
+            log_w = log_w + (t_next - t_prev) * state.log_lik
+            buffer = buffer.at[slot].set(log_w)
+            mean_acc = acc.mean()
+            new_eps = eps
+            if adapt:
+                new_eps = jnp.where(first, eps, jnp.clip(
+                    eps * jnp.exp(ADAPT_GAIN * (mean_acc - target)), *STEP_SIZE_BOUNDS))
+            out = (mean_acc, eps, jnp.stack([state.log_prior, state.log_lik], axis=1))
+            return (state, new_eps, log_w, buffer), out
+
+        buffer = jnp.zeros((checkpoints.size + 1, chains), dtype=flat0.dtype)
+        carry = (state, jnp.asarray(eps0, dtype=flat0.dtype), zeros, buffer)
+        xs = (jnp.arange(n_temps + 1), tau_prev, tau_next, slots)
+        (_, _, log_w, buffer), (acceptance, step_sizes, values) = jax.lax.scan(step, carry, xs)
+        finite_start = jnp.all(jnp.isfinite(values[0]), axis=1) & jnp.all(
+            jnp.isfinite(flat0), axis=1)
+        return log_w, buffer[:-1].T, acceptance[1:], step_sizes[1:], values[0], finite_start
+
+    log_w, trace, acceptance, step_sizes, start_values, finite_start = jax.block_until_ready(
+        run(flat0, key_run, jnp.asarray(tau_prev), jnp.asarray(tau), jnp.asarray(slots)))
+    bad = ~np.asarray(finite_start)
+    if np.any(bad):
+        chain = int(np.flatnonzero(bad)[0])
+        raise LcbayesError(
+            f"{int(bad.sum())} of {chains} prior draws have a non-finite log prior or log "
+            f"likelihood in unconstrained space (first: chain {chain}, [log prior, loglik] = "
+            f"{np.asarray(start_values)[chain].tolist()}); the data may be impossible under "
+            "the prior, or the prior puts mass where the transform to unconstrained space "
+            "overflows (e.g. Dirichlet concentrations far below 1)")
+    step_sizes = np.asarray(step_sizes)
+    settings = {
+        "step_size": step_size,
+        "adaptive": adapt,
+        "target_acceptance": target if adapt else None,
+        "adapt_gain": ADAPT_GAIN if adapt else None,
+        "initial_step_size": float(eps0),
+        "final_step_size": float(step_sizes[-1]),
+        "step_size_quarters": _quarter_means(step_sizes).tolist(),
+        "n_leapfrog": n_leapfrog,
+        "dimension": dim,
+        "latent_sites": latent,
+        "observed_sites": observed,
+    }
+    return AISResult.from_weights(
+        np.asarray(log_w),
+        trace=np.asarray(trace),
+        trace_temperatures=tau[checkpoints],
+        acceptance=_quarter_means(np.asarray(acceptance)),
+        chains=chains,
+        temperatures=n_temps,
+        schedule=schedule_name,
+        kernel=kernel,
+        seed=seed,
+        seconds=time.perf_counter() - start,
+        settings=settings,
+    )
