@@ -147,15 +147,16 @@ def _mh_init(structure, problem: _Problem, key):
                     _log_prior(log_tables, problem.priors, problem.tying))
 
 
-def _blocks(structure: Structure, blocks: str) -> list[tuple[int, ...]]:
-    """Node blocks of an MH sweep: all nodes together (``"joint"``) or one by one."""
+def _blocks(structure: Structure, blocks: str) -> np.ndarray:
+    """``(B, n_nodes)`` 0/1 membership of the node blocks of an MH sweep: all nodes together
+    (``"joint"``, Beal's reading) or one node at a time (``"node"``)."""
     if blocks == "joint":
-        return [tuple(range(structure.n_nodes))]
-    return [(i,) for i in range(structure.n_nodes)]
+        return np.ones((1, structure.n_nodes), dtype=bool)
+    return np.eye(structure.n_nodes, dtype=bool)
 
 
 def _mh_step(structure, problem: _Problem, state: _MHState, key, tau, blocks: str):
-    """One MH sweep targeting ``f_tau`` (eq. 67): every block of nodes (:data:`BLOCKS`) in
+    """One MH sweep targeting ``f_tau`` (eq. 67): every block of nodes (:func:`_blocks`) in
     turn proposes new CPTs and is accepted or rejected on its own. All proposals are drawn
     first (each depends only on its own block's current tables). Returns (state, fraction of
     blocks accepted, ln p(y | theta))."""
@@ -165,23 +166,25 @@ def _mh_step(structure, problem: _Problem, state: _MHState, key, tau, blocks: st
     proposal = _log_dirichlet_draw(k_prop, forward, problem.tying)
     log_q = (_log_proposal(state.log_tables, _shapes(proposal, strength), problem.tying)
              - _log_proposal(proposal, forward, problem.tying))   # per node, backward - forward
-    prior_gain = _log_prior(proposal, problem.priors, problem.tying) - state.log_prior
-    blocks = _blocks(structure, blocks)
-    log_u = jnp.log(jax.random.uniform(k_accept, (len(blocks),)))
-    log_tables, loglik, accepted = list(state.log_tables), state.loglik, 0.0
-    for b, block in enumerate(blocks):
-        candidate = [proposal[i] if i in block else t for i, t in enumerate(log_tables)]
-        cand_loglik = _loglik(structure, tuple(candidate), problem)
-        idx = jnp.asarray(block)
-        log_ratio = tau * (cand_loglik - loglik) + prior_gain[idx].sum() + log_q[idx].sum()
+    gain = _log_prior(proposal, problem.priors, problem.tying) - state.log_prior + log_q
+    member = jnp.asarray(_blocks(structure, blocks))
+    log_u = jnp.log(jax.random.uniform(k_accept, (member.shape[0],)))
+
+    def block_update(b, carry):
+        log_tables, loglik, accepted = carry
+        candidate = tuple(jnp.where(member[b, i], p, t)
+                          for i, (p, t) in enumerate(zip(proposal, log_tables, strict=True)))
+        cand_loglik = _loglik(structure, candidate, problem)
+        log_ratio = tau * (cand_loglik - loglik) + member[b] @ gain
         accept = log_u[b] < log_ratio   # a NaN ratio rejects
-        log_tables = [jnp.where(accept, c, t) for c, t in zip(candidate, log_tables,
-                                                                strict=True)]
-        loglik = jnp.where(accept, cand_loglik, loglik)
-        accepted = accepted + accept
-    log_tables = tuple(log_tables)
+        return (tuple(jnp.where(accept, c, t) for c, t in zip(candidate, log_tables,
+                                                               strict=True)),
+                jnp.where(accept, cand_loglik, loglik), accepted + accept)
+
+    log_tables, loglik, accepted = jax.lax.fori_loop(
+        0, member.shape[0], block_update, (state.log_tables, state.loglik, 0.0))
     new = _MHState(log_tables, loglik, _log_prior(log_tables, problem.priors, problem.tying))
-    return new, accepted / len(blocks), loglik
+    return new, accepted / member.shape[0], loglik
 
 
 def _pooled(counts, tying: _Tying):
