@@ -306,19 +306,19 @@ def _quarters(accepted: np.ndarray) -> np.ndarray:
 
 
 def _progress_bar(total: int):
-    """A tqdm bar advanced from inside the jitted loop (``jax.debug.callback``)."""
+    """A tqdm bar advanced from inside the jitted loop, every ``total // 100`` steps
+    (``jax.debug.callback`` under ``lax.cond``; the loop body is not vmapped)."""
     from tqdm.auto import tqdm
 
     bar = tqdm(total=total, desc="AIS temperatures", unit="temp")
     every = max(total // 100, 1)
 
     def advance(k):
-        step = int(k) + 1
-        if step % every == 0 or step == total:
-            bar.update(step - bar.n)
+        bar.update(int(k) + 1 - bar.n)
 
     def callback(k):
-        jax.debug.callback(advance, k)
+        due = ((k + 1) % every == 0) | (k + 1 == total)
+        jax.lax.cond(due, lambda: jax.debug.callback(advance, k), lambda: None)
 
     return bar, callback
 
