@@ -14,6 +14,7 @@ from .ais import ais  # noqa: E402
 from .alias import alias_count, log_alias  # noqa: E402
 from .annealing import AISResult  # noqa: E402
 from .cache import enable_compilation_cache  # noqa: E402
+from .compare import Comparison, compare  # noqa: E402
 from .data import Dataset  # noqa: E402
 from .dimension import DimensionResult, effective_dimension, effective_dimension_details  # noqa: E402
 from .em import EMResult, em  # noqa: E402
@@ -36,6 +37,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AISResult",
     "BoundTerms",
+    "Comparison",
     "DataError",
     "Dataset",
     "DimensionResult",
@@ -50,6 +52,7 @@ __all__ = [
     "ais",
     "alias_count",
     "bound_terms",
+    "compare",
     "dag",
     "dirichlet_prior",
     "effective_dimension",

@@ -9,6 +9,16 @@ structure) and prints a readable summary, or one JSON object with ``--json``:
 * ``vbem``: the variational lower bound ``elbo``, ``log_alias`` and ``elbo_corrected``;
 * ``exact``: the exact log evidence ``log_evidence`` (small problems; too large ones exit 2).
 
+``lcbayes compare DATA.csv --classes 1-5 [--structure FILE.json ...] [--columns A,B]
+[--methods bic,cs,vbem,ais] [--restarts R] [--seed S] [--chains C] [--temperatures K]
+[--report out.html] [--markdown out.md] [--json]`` scores every candidate by every method
+(:func:`lcbayes.compare`) and prints a table, or with ``--json`` one object ``{"rows": [...],
+"metadata": {...}}`` (NaN as ``null``, no progress bars).
+
+``lcbayes demo [--out reports] [--seed 0]`` simulates the documented three-class data set
+(:data:`DEMO_SHARES`, :data:`DEMO_PROFILES`), compares 1-5 classes by every method and writes
+``demo.html`` and ``demo.md`` (with its PNG figures) to ``--out``.
+
 Bad input prints a one-line error and exits with status 2. JAX's persistent compilation cache is
 on, so a second run is fast.
 
@@ -27,17 +37,34 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from . import __version__
 from .cache import enable_compilation_cache
+from .compare import DEFAULT_METHODS, EXACT_MAX_TERMS, Comparison, compare
 from .data import DEFAULT_MAX_CATEGORIES, Dataset
 from .dimension import effective_dimension
 from .em import EMResult, em
 from .errors import LcbayesError
 from .exact import ExactEvidence, exact_evidence
+from .params import simulate
 from .structure import Structure, dag, hlc, latent_class
 from .vbem import VBResult, vbem
 
-__all__ = ["main"]
+__all__ = ["DEMO_PROFILES", "DEMO_ROWS", "DEMO_SHARES", "demo_data", "main"]
+
+#: Demo data: class shares of the three true classes.
+DEMO_SHARES = (0.5, 0.3, 0.2)
+#: Demo data: ``P(Qj = yes | class)`` for the six binary items Q1..Q6 (rows: classes).
+DEMO_PROFILES = (
+    (0.9, 0.9, 0.9, 0.8, 0.8, 0.8),   # class 1, 50%: "yes" to everything
+    (0.1, 0.1, 0.1, 0.2, 0.2, 0.2),   # class 2, 30%: "no" to everything
+    (0.9, 0.9, 0.1, 0.1, 0.9, 0.1),   # class 3, 20%: "yes" to Q1, Q2, Q5 only
+)
+#: Demo data: number of rows.
+DEMO_ROWS = 500
+#: Demo run: AIS chains and temperatures, EM/VBEM restarts.
+DEMO_SETTINGS = {"ais_chains": 16, "ais_temperatures": 2048, "restarts": 10}
 
 
 class _UsageError(LcbayesError):
@@ -76,7 +103,78 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--max-categories", type=int, default=DEFAULT_MAX_CATEGORIES,
                      help="refuse columns with more distinct values (default 50)")
     fit.add_argument("--json", action="store_true", help="print one JSON object")
+
+    cmp = sub.add_parser(
+        "compare", help="compare numbers of classes (and other structures) by every method",
+        description="Score candidate models by BIC, BIC_e, AIC, ICL, Cheeseman-Stutz, VBEM, "
+                    "AIS and (small problems) the exact evidence; print a table with log "
+                    "evidences, posterior model probabilities, Bayes factors and diagnostic "
+                    "flags.")
+    cmp.add_argument("data", help="CSV file with a header row; one column per categorical item")
+    cmp.add_argument("--classes", help="numbers of latent classes: a range 1-5, a list 1,2,4 "
+                                       "or both (2-4,6)")
+    cmp.add_argument("--structure", action="append", default=[],
+                     help="JSON file of an HLC or DAG candidate (repeatable; named by the "
+                          "file name)")
+    cmp.add_argument("--columns", help="comma-separated columns to use (default: all)")
+    cmp.add_argument("--methods", default=",".join(DEFAULT_METHODS),
+                     help=f"comma-separated methods (default {','.join(DEFAULT_METHODS)}; "
+                          "bicp also available)")
+    cmp.add_argument("--restarts", type=int, default=10, help="EM and VBEM starts (default 10)")
+    cmp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    cmp.add_argument("--chains", type=int, default=16, help="AIS chains (default 16)")
+    cmp.add_argument("--temperatures", type=int, default=4096,
+                     help="AIS temperatures (default 4096)")
+    cmp.add_argument("--kernel", default="mh", choices=["mh", "gibbs"],
+                     help="AIS transition kernel (default mh)")
+    cmp.add_argument("--exact", default="auto", choices=["auto", "yes", "no"],
+                     help="exact evidence: where small enough (auto, default), required (yes) "
+                          "or skipped (no)")
+    cmp.add_argument("--max-terms", type=float, default=EXACT_MAX_TERMS,
+                     help=f"exact evidence size limit (default {EXACT_MAX_TERMS:g})")
+    cmp.add_argument("--max-iter", type=int, default=None,
+                     help="EM and VBEM iteration limit (default 2000 and 1000)")
+    cmp.add_argument("--max-categories", type=int, default=DEFAULT_MAX_CATEGORIES,
+                     help="refuse columns with more distinct values (default 50)")
+    cmp.add_argument("--report", help="write a self-contained HTML report here")
+    cmp.add_argument("--markdown", help="write a Markdown report here (PNG figures beside it)")
+    cmp.add_argument("--json", action="store_true",
+                     help="print one JSON object {rows, metadata}; no progress bars")
+
+    demo = sub.add_parser(
+        "demo", help="simulate a 3-class data set, compare 1-5 classes, write reports",
+        description=demo_description())
+    demo.add_argument("--out", default="reports", help="output folder (default reports)")
+    demo.add_argument("--seed", type=int, default=0, help="seed of data and methods (default 0)")
     return parser
+
+
+def demo_description(seed: int | None = None) -> str:
+    """The demo's data, as ``lcbayes demo --help`` and the demo report state it."""
+    rows = "; ".join(
+        f"class {k + 1} ({share:.0%}): " + ", ".join(f"{p:.1f}" for p in profile)
+        for k, (share, profile) in enumerate(zip(DEMO_SHARES, DEMO_PROFILES, strict=True)))
+    return (f"Simulates {DEMO_ROWS} rows of six binary items Q1..Q6 (no/yes) from a latent "
+            f"class model with three classes, P(yes | class) for Q1..Q6: {rows}. Data seed: "
+            f"{'--seed' if seed is None else seed}. Compares 1-5 classes by BIC, BIC_e, AIC, "
+            "ICL, CS, VBEM and AIS "
+            f"({DEMO_SETTINGS['ais_chains']} chains x {DEMO_SETTINGS['ais_temperatures']} "
+            f"temperatures, {DEMO_SETTINGS['restarts']} EM/VBEM restarts) and writes "
+            "demo.html and demo.md (+ PNG figures) to --out.")
+
+
+def demo_data(seed: int = 0) -> Dataset:
+    """The demo data set: :data:`DEMO_ROWS` rows simulated from the three-class model of
+    :data:`DEMO_SHARES` and :data:`DEMO_PROFILES` (items Q1..Q6, labels no/yes)."""
+    template = Dataset.from_codes(np.zeros((2, 6), dtype=int) + np.array([[0], [1]]),
+                                  columns=[f"Q{j + 1}" for j in range(6)],
+                                  labels=[("no", "yes")] * 6)
+    truth = latent_class(template, len(DEMO_SHARES))
+    profiles = np.asarray(DEMO_PROFILES)
+    params = {"class": np.asarray(DEMO_SHARES)}
+    for j, column in enumerate(template.columns):
+        params[column] = np.stack([1.0 - profiles[:, j], profiles[:, j]], axis=1)
+    return simulate(truth, params, n=DEMO_ROWS, seed=seed)
 
 
 def _structure(args: argparse.Namespace, data: Dataset) -> Structure:
@@ -84,18 +182,142 @@ def _structure(args: argparse.Namespace, data: Dataset) -> Structure:
         raise _UsageError("give exactly one of --classes K or --structure FILE.json")
     if args.classes is not None:
         return latent_class(data, args.classes)
+    return _structure_file(args.structure, data)
+
+
+def _structure_file(path: str, data: Dataset) -> Structure:
     try:
-        spec = json.loads(Path(args.structure).read_text())
+        spec = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
-        raise _UsageError(f"cannot read structure file {args.structure!r}: {exc}") from None
+        raise _UsageError(f"cannot read structure file {path!r}: {exc}") from None
     kind = spec.get("kind") if isinstance(spec, dict) else None
     if kind == "hlc":
         return hlc(data, spec.get("tree", {}), spec.get("cardinalities", {}))
     if kind == "dag":
         return dag(data, spec.get("parents", {}), spec.get("hidden", {}))
     raise _UsageError(
-        f"structure file {args.structure!r} must be a JSON object with kind 'hlc' or 'dag'"
+        f"structure file {path!r} must be a JSON object with kind 'hlc' or 'dag'"
     )
+
+
+def parse_classes(text: str) -> list[int]:
+    """``"1-5"`` -> ``[1, 2, 3, 4, 5]``; ``"1,2,4"``, ``"2-4,6"`` and ``"3"`` work too."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        lo, sep, hi = part.partition("-")
+        try:
+            values = [int(lo)] if not sep else [int(lo), int(hi)]
+        except ValueError:
+            raise _UsageError(f"bad --classes {text!r}: expected numbers and ranges such as "
+                              "1-5 or 1,2,4") from None
+        if min(values) < 1:
+            raise _UsageError(f"bad --classes {text!r}: numbers of classes must be >= 1")
+        if sep and values[1] < values[0]:
+            raise _UsageError(f"bad --classes {text!r}: the range {part} runs backwards; "
+                              f"write {values[1]}-{values[0]}")
+        out += list(range(values[0], values[-1] + 1))
+    if len(set(out)) != len(out):
+        raise _UsageError(f"bad --classes {text!r}: a number of classes appears twice")
+    return out
+
+
+def _check_output(path: str | None, option: str) -> None:
+    """Refuse an output path that cannot be a file before the long computation starts."""
+    if path is not None and Path(path).is_dir():
+        raise _UsageError(f"{option} {path!r} is a folder; give a file name")
+
+
+def _write_reports(comp: Comparison, html_path: str | None, md_path: str | None,
+                   **report_args) -> list[str]:
+    written = []
+    try:
+        if html_path is not None:
+            written.append(str(comp.to_html(html_path, **report_args)))
+        if md_path is not None:
+            comp.to_markdown(md_path, **report_args)
+            written.append(str(md_path))
+    except OSError as exc:
+        raise _UsageError(f"cannot write the report: {exc}") from None
+    return written
+
+
+def _compare(args: argparse.Namespace) -> int:
+    if args.classes is None and not args.structure:
+        raise _UsageError("give --classes (e.g. 1-5) and/or --structure FILE.json")
+    ks = parse_classes(args.classes) if args.classes is not None else []
+    _check_output(args.report, "--report")
+    _check_output(args.markdown, "--markdown")
+    columns = None
+    if args.columns is not None:
+        columns = [c.strip() for c in args.columns.split(",") if c.strip()]
+    data = Dataset.from_csv(args.data, columns=columns, max_categories=args.max_categories)
+    candidates = {f"LC({k})": latent_class(data, k) for k in ks}
+    for path in args.structure:
+        name = Path(path).stem
+        if name in candidates:
+            raise _UsageError(f"two candidates are called {name!r}; rename a structure file")
+        candidates[name] = _structure_file(path, data)
+    comp = compare(data, candidates, methods=args.methods, seed=args.seed,
+                   restarts=args.restarts, ais_chains=args.chains,
+                   ais_temperatures=args.temperatures, ais_kernel=args.kernel,
+                   exact={"auto": "auto", "yes": True, "no": False}[args.exact],
+                   max_terms=args.max_terms, max_iter=args.max_iter,
+                   progress=False if args.json else None)
+    written = _write_reports(comp, args.report, args.markdown)
+    if args.json:
+        print(json.dumps(comp.to_dict()))
+    else:
+        print(comp.summary())
+        for path in written:
+            print(f"wrote {path}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise _UsageError(f"--out {args.out!r} is a file; give a folder")
+    data = demo_data(args.seed)
+    comp = compare(data, classes=range(1, 6), seed=args.seed, **DEMO_SETTINGS)
+    truth = pd.DataFrame(
+        [[f"class {k + 1}", share, *profile] for k, (share, profile)
+         in enumerate(zip(DEMO_SHARES, DEMO_PROFILES, strict=True))],
+        columns=["class", "share", *(f"P(Q{j + 1} = yes)" for j in range(6))])
+    frame = comp.to_frame()
+    labels = {"bic": "BIC", "bic_e": "BIC_e", "aic": "AIC", "icl": "ICL", "cs": "CS + ln S",
+              "vbem": "VB F + ln S", "ais": "AIS", "exact": "exact",
+              "evidence": "the best log evidence"}
+    choices = ", ".join(
+        f"{labels[m]}: {', '.join(frame.loc[frame[f'rank_{m}'] == 1, 'name'])}"
+        for m in comp.rank_methods if (frame[f"rank_{m}"] == 1).any())
+    sections = {
+        "Simulated data": demo_description(args.seed).split(" Compares")[0]
+        + f" The truth is LC(3). Each method's first choice: {choices}.",
+        "True parameters": truth,
+        "What to expect": (
+            "BIC charges every class its full d/2 ln N, so it falls steeply beyond the true "
+            "number of classes. The log evidence need not: in a latent class model with more "
+            "classes than the data need, the posterior empties the superfluous classes, and "
+            "under the Dirichlet(1) prior an emptied class costs only about (1/2) ln N "
+            "(a singular model's learning coefficient grows by alpha/2 = 1/2 per emptied "
+            "class instead of by d/2; Watanabe 2009, Rousseau & Mengersen 2011), a cost that "
+            "terms of order one can offset at this sample size. So the AIS evidence can stay "
+            "nearly flat from 3 to 5 classes; its posterior spread over them reads 'at least "
+            "3 classes'. The VB bound plus ln S assumes well separated, fully used classes "
+            "and drops with each superfluous class. The bic_singular flags mark the rows "
+            "whose extra class "
+            "the data do not support."),
+    }
+    title = "lcbayes demo: how many latent classes?"
+    written = _write_reports(comp, str(out / "demo.html"), str(out / "demo.md"), title=title,
+                             sections=sections)
+    print(comp.summary())
+    for path in written:
+        print(f"wrote {path}")
+    return 0
 
 
 def _fit(args: argparse.Namespace) -> int:
@@ -142,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            status = _fit(args)
+            status = {"fit": _fit, "compare": _compare, "demo": _demo}[args.command](args)
         except LcbayesError as exc:
             print(f"lcbayes: error: {exc}", file=sys.stderr)
             status = 2

@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from lcbayes.cli import main
@@ -176,3 +177,78 @@ def test_too_large_exact_problem_exits_two_with_the_estimate(capsys):
     status, out, err = _run(capsys, "fit", path, "--classes", "3", "--method", "exact")
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and "max_terms" in err and "lcb.vbem" in err
+
+
+# ---------------------------------------------------------------------- compare
+def _pattern_csv(tmp_path):
+    """Every pattern of four binary items once (the shape tests/test_compare.py uses)."""
+    import itertools
+
+    csv = tmp_path / "patterns.csv"
+    rows = [",".join(map(str, p)) for p in itertools.product(range(2), repeat=4)]
+    csv.write_text("X1,X2,X3,X4\n" + "\n".join(rows) + "\n")
+    return csv
+
+
+def test_compare_json_and_reports(capsys, tmp_path):
+    csv = _pattern_csv(tmp_path)
+    report, md = tmp_path / "out" / "cmp.html", tmp_path / "cmp.md"
+    status, out, err = _run(capsys, "compare", str(csv), "--classes", "1-2", "--methods",
+                            "bic,cs,vbem", "--restarts", "3", "--exact", "no", "--json",
+                            "--report", str(report), "--markdown", str(md))
+    assert status == 0 and err == ""  # no progress bars with --json
+    result = json.loads(out)
+    assert set(result) == {"rows", "metadata"}
+    rows = result["rows"]
+    assert [r["name"] for r in rows] == ["LC(1)", "LC(2)"]
+    assert {"bic", "cs", "cs_corrected", "elbo", "elbo_corrected", "log_evidence",
+            "posterior_prob", "rank_bic", "flags"} <= set(rows[0])
+    assert rows[0]["evidence_method"] == "vbem" and rows[0]["log_evidence_stderr"] is None
+    assert sum(r["posterior_prob"] for r in rows) == pytest.approx(1.0)
+    assert result["metadata"]["settings"]["exact"] is False
+    assert "data:image/png;base64," in report.read_text()
+    assert "| LC(2) |" in md.read_text() and (tmp_path / "cmp-scores.png").is_file()
+
+
+def test_compare_prints_a_readable_table(capsys, tmp_path):
+    csv = _pattern_csv(tmp_path)
+    status, out, _ = _run(capsys, "compare", str(csv), "--classes", "1,2", "--methods",
+                          "bic,vbem", "--restarts", "3")
+    assert status == 0
+    assert "LC(1)" in out and "LC(2)" in out and "BIC" in out and "p(m|y)" in out
+    assert "Highest log evidence" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--classes", "5-1"], "runs backwards"),
+        (["--classes", "a-3"], "bad --classes"),
+        (["--classes", "0-2"], ">= 1"),
+        (["--classes", "1-3", "--methods", "bic,laplace"], "valid methods are"),
+        (["--classes", "1-3", "--columns", "X1,Q"], "unknown column"),
+        ([], "--classes"),
+    ],
+)
+def test_compare_bad_input_is_one_line_and_status_two(capsys, tmp_path, argv, message):
+    csv = _pattern_csv(tmp_path)
+    status, out, err = _run(capsys, "compare", str(csv), *argv)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+
+
+def test_compare_missing_file_exits_two(capsys, tmp_path):
+    status, out, err = _run(capsys, "compare", str(tmp_path / "absent.csv"), "--classes", "1-2")
+    assert status == 2 and out == "" and "no such file" in err and err.count("\n") == 1
+
+
+def test_demo_data_is_the_documented_model():
+    from lcbayes.cli import DEMO_PROFILES, DEMO_ROWS, demo_data
+
+    data = demo_data(0)
+    assert data.n_rows == DEMO_ROWS and data.columns == tuple(f"Q{j}" for j in range(1, 7))
+    assert data.labels[0] == ("no", "yes")
+    share_yes = (data.codes == 1).mean(axis=0)
+    expected = np.asarray([0.5, 0.3, 0.2]) @ np.asarray(DEMO_PROFILES)
+    assert np.allclose(share_yes, expected, atol=0.08)  # 3.5 binomial standard errors
+    assert np.array_equal(demo_data(0).codes, data.codes)
