@@ -11,6 +11,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 from .ais import ais  # noqa: E402
+from .ais_numpyro import ais_numpyro  # noqa: E402
 from .alias import alias_count, log_alias  # noqa: E402
 from .annealing import AISResult  # noqa: E402
 from .cache import enable_compilation_cache  # noqa: E402
@@ -50,6 +51,7 @@ __all__ = [
     "VBResult",
     "__version__",
     "ais",
+    "ais_numpyro",
     "alias_count",
     "bound_terms",
     "compare",

@@ -34,26 +34,54 @@ sampling), the latent values are kept and mapped to unconstrained space with
 
 and ``ln Z_hat = logsumexp_c ln w_c - ln C``. Each ``w_c`` is an unbiased estimate of ``Z``
 provided the start is an exact prior draw and each transition leaves its target invariant.
+The loop over ``k`` is one jitted :func:`jax.lax.scan` (the chains vectorised with
+:func:`jax.vmap` in its body); it records the running ``ln w_c`` after up to 128 evenly
+spaced steps (``AISResult.trace``) and the chains' mean acceptance probability at every step
+(averaged per quarter of the schedule by step index in ``AISResult.acceptance``).
 
 **Transitions.** ``kernel="hmc"``: momentum ``p ~ N(0, I)``, ``n_leapfrog`` leapfrog steps of
-size ``eps`` on ``H(u, p) = -ln f_tau(u) + |p|^2 / 2`` (gradients by :func:`jax.grad`), then a
-Metropolis accept/reject with probability ``min(1, exp(H_0 - H_L))``. ``kernel="mala"``: the
-Metropolis-adjusted Langevin algorithm, implemented as HMC with a single leapfrog step (the
-proposal ``u + eps^2/2 grad ln f + eps xi`` and the acceptance ratio are identical).
-Proposals whose energy is not finite are rejected.
+size ``eps`` on ``H(u, p) = -ln f_tau(u) + |p|^2 / 2``, then a Metropolis accept/reject with
+probability ``min(1, exp(H_0 - H_L))``. ``kernel="mala"``: the Metropolis-adjusted Langevin
+algorithm, implemented as HMC with a single leapfrog step (its proposal
+``u + eps^2/2 grad ln f_tau(u) + eps xi`` and its acceptance ratio are exactly MALA's).
+Proposals whose energy or gradient is not finite are rejected. Each chain draws its own
+step size ``eps * U(0.8, 1.2)`` at every transition (:data:`STEP_JITTER`), independently of
+its state, which keeps the kernel ``f_tau``-invariant and breaks the periodic trajectories
+that make fixed-length HMC mix badly on near-Gaussian targets. Gradients are reverse-mode
+(:func:`jax.vjp`, the machinery of :func:`jax.grad`): one pass gives the gradients of both
+``log prior`` and ``loglik``, stored with the state, so the tempered gradient
+``grad log prior + tau grad loglik`` at any ``tau`` costs no further model evaluation and a
+transition costs ``n_leapfrog`` gradient evaluations.
 
-**Step size.** A float ``step_size`` is used at every temperature: the chains are then
-independent and the estimator exactly unbiased. ``step_size=None`` adapts it between
-temperatures from the population's mean acceptance probability ``a_{k-1}`` at the previous
-temperature, as adaptive SMC samplers do (Jasra, Stephens, Doucet & Tsagaris 2011)::
+**Step size.** A float ``step_size`` is used (jittered as above) at every temperature: the
+chains are then independent and every ``w_c`` exactly unbiased. ``step_size=None`` adapts it
+between temperatures from the population's mean acceptance probability ``a_{k-1}`` of the
+transitions at the previous temperature, as adaptive SMC samplers do (Jasra, Stephens, Doucet
+& Tsagaris 2011)::
 
-    ln eps_k = ln eps_{k-1} + (a_{k-1} - a*)       a* = 0.65 (HMC), 0.57 (MALA)
+    ln eps_k = ln eps_{k-1} + gamma_{k-1} (a_{k-1} - a*),     gamma_k = max(0.1, k^(-1/2))
+    a* = 0.65 (HMC), 0.57 (MALA);   eps_1 = 0.5 d^(-1/4) (HMC), 0.5 d^(-1/3) (MALA)
 
-a multiplicative Robbins–Monro recursion with a constant gain (the target moves with the
-temperature, so the gain is not decreased). Adaptation is standard in SMC but makes the kernel
-at step ``k`` depend on all chains' earlier states, so the chains are no longer independent
-and the weights not exactly unbiased; the bias is tiny in practice (the step size is a
-population average of many transitions), and a fixed ``step_size`` removes it.
+in dimension ``d``: a multiplicative Robbins–Monro recursion whose gain falls like
+``k^(-1/2)`` while the step size settles, then stays at :data:`ADAPT_GAIN_FLOOR` so that it
+keeps tracking the target, which moves with the temperature (``eps`` is kept within
+:data:`STEP_SIZE_BOUNDS`). Population adaptation is standard in SMC but makes the kernel at
+step ``k`` depend on all chains' earlier states, each chain's own included, so the chains are
+no longer independent and the weights no longer exactly unbiased. The bias shrinks with more
+chains and with a smaller gain; it is small but measurable. With 32 chains, 40 seeded runs on
+a one-dimensional normal model (1000 temperatures, standard error 0.037 nats) averaged
+``+0.007 +/- 0.005`` nats above the exact value (``+0.015 +/- 0.006`` with a constant gain of
+1, which is why the gain decreases), and 16 runs on a 7-parameter latent class model (600
+temperatures, standard error 0.065) ``+0.005 +/- 0.017`` (``+0.036 +/- 0.018`` with gain 1);
+with 1920 chains no bias was detectable. A fixed ``step_size`` removes it (take it, for
+instance, from ``settings["step_size_quarters"]`` of a pilot run).
+
+**What is estimated.** ``ln ∫ exp(log prior(u) + loglik(u)) du``, the normaliser of NumPyro's
+log joint density. ``numpyro.factor`` sites always count as likelihood: a factor that in
+truth belongs to the prior (a soft constraint) is then annealed in, and the estimate is the
+log normaliser of the whole model, as it should be. ``param`` sites are held at their initial
+values; ``deterministic`` sites are ignored. The model's arguments are closed over (baked into
+the compiled program as constants, as NumPyro's MCMC does by default).
 
 Example::
 
@@ -82,7 +110,14 @@ from numpyro.infer.util import _unconstrain_reparam, compute_log_probs, unconstr
 from .annealing import AISResult, make_schedule
 from .errors import LcbayesError
 
-__all__ = ["MAX_CHECKPOINTS", "TARGET_ACCEPTANCE", "ais_numpyro"]
+__all__ = [
+    "ADAPT_GAIN_FLOOR",
+    "MAX_CHECKPOINTS",
+    "STEP_JITTER",
+    "STEP_SIZE_BOUNDS",
+    "TARGET_ACCEPTANCE",
+    "ais_numpyro",
+]
 
 #: Most checkpoints of the running log weights kept in ``AISResult.trace``.
 MAX_CHECKPOINTS = 128
@@ -90,8 +125,13 @@ MAX_CHECKPOINTS = 128
 #: Mean acceptance probability the adaptive step size aims at, per kernel.
 TARGET_ACCEPTANCE = {"hmc": 0.65, "mala": 0.57}
 
-#: Gain of the step-size recursion ``ln eps += GAIN * (a - a*)``.
-ADAPT_GAIN = 1.0
+#: The gain of the step-size recursion ``ln eps_{k+1} = ln eps_k + gamma_k (a_k - a*)`` is
+#: ``gamma_k = max(ADAPT_GAIN_FLOOR, k^(-1/2))``.
+ADAPT_GAIN_FLOOR = 0.1
+
+#: Each chain's step size is ``eps * U(1 - STEP_JITTER, 1 + STEP_JITTER)``, drawn afresh at
+#: every transition, against the periodic trajectories of fixed-length HMC.
+STEP_JITTER = 0.2
 
 #: The adaptive step size is kept inside these bounds.
 STEP_SIZE_BOUNDS = (1e-8, 1e3)
@@ -120,6 +160,8 @@ def _check_arguments(model, chains, seed, kernel, step_size, n_leapfrog) -> tupl
     chains = _check_int("chains", chains, 2)
     n_leapfrog = _check_int("n_leapfrog", n_leapfrog, 1)
     seed = _check_int("seed", seed, 0)
+    if seed > np.iinfo(np.int64).max:
+        raise LcbayesError(f"seed must be below 2**63, got {seed}")
     if kernel not in TARGET_ACCEPTANCE:
         raise LcbayesError(f"kernel must be one of {sorted(TARGET_ACCEPTANCE)}, got {kernel!r}")
     if step_size is not None:
@@ -136,6 +178,12 @@ def _site_names(model_trace) -> tuple[list[str], list[str]]:
     (subsampled) latent sites, and models without latent sites."""
     latent, observed = [], []
     for name, site in model_trace.items():
+        if site["type"] == "plate":
+            size, subsample = site["args"][:2]
+            if subsample is not None and subsample < size:
+                raise LcbayesError(
+                    f"plate {name!r} subsamples {subsample} of {size} rows; AIS needs the "
+                    "exact log density: drop subsample_size")
         if site["type"] != "sample":
             continue
         if site["is_observed"]:
@@ -182,7 +230,7 @@ def _prior_sampler(model: Callable, args: tuple, kwargs: dict
         return unconstrain_fn(fixed, args, kwargs, constrained)
 
     try:
-        shapes = jax.eval_shape(draw, jax.random.PRNGKey(0))
+        shapes = jax.eval_shape(draw, jax.ShapeDtypeStruct((2,), jnp.uint32))
     except LcbayesError:
         raise
     except Exception as exc:  # the user's model failed: say so, keep the cause
@@ -195,7 +243,12 @@ def _prior_sampler(model: Callable, args: tuple, kwargs: dict
 def _log_parts(model: Callable, args: tuple, kwargs: dict, observed: frozenset, u: dict
                ) -> jax.Array:
     """``[log prior(u) + log|J|(u), loglik(u)]`` in one model run, under the reparameterisation
-    of :func:`numpyro.infer.util.potential_energy` (its sum is minus the potential energy)."""
+    of :func:`numpyro.infer.util.potential_energy` (its sum is minus the potential energy).
+
+    ``_unconstrain_reparam`` is private to NumPyro; it substitutes ``biject_to(support)(u)``
+    at every latent site and adds each log Jacobian as a factor site of its own, which lands
+    in the prior part here (tests/test_ais_numpyro.py checks the sum against the public
+    ``potential_energy``)."""
     reparam = handlers.substitute(model, substitute_fn=partial(_unconstrain_reparam, u))
     log_probs, _ = compute_log_probs(reparam, args, kwargs, {})
     log_lik = sum((v for k, v in log_probs.items() if k in observed), start=jnp.zeros(()))
@@ -240,9 +293,9 @@ def ais_numpyro(
     """Annealed importance sampling estimate of the log evidence ``ln p(y)`` of a NumPyro model.
 
     The model's latent sample sites must be continuous; its observed sites (``obs=``) and
-    ``numpyro.factor`` sites form the likelihood (module docstring). The prior draws and the
-    whole temperature loop (one :func:`jax.lax.scan`, the chains vectorised with
-    :func:`jax.vmap`) are one jitted computation, compiled afresh for every call.
+    ``numpyro.factor`` sites form the likelihood (module docstring). Two programs are compiled
+    afresh for every call: the exact prior draws, and the whole temperature loop (one jitted
+    :func:`jax.lax.scan`, the chains vectorised with :func:`jax.vmap` inside its body).
 
     Args:
         model: a NumPyro model function, e.g. :func:`lcbayes.numpyro_model` of a structure.
@@ -271,8 +324,8 @@ def ais_numpyro(
 
     Raises:
         LcbayesError: a bad argument, a model that fails on the given arguments, a discrete
-            or subsampled latent site, a model without latent sites, or prior draws at which
-            the density is not finite.
+            or scaled latent site, a subsampled plate, a model without latent sites, or prior
+            draws at which the density is not finite.
     """
     start = time.perf_counter()
     chains, seed, step_size, n_leapfrog = _check_arguments(
@@ -333,46 +386,60 @@ def ais_numpyro(
     slots[checkpoints] = np.arange(checkpoints.size)
     tau_prev = np.concatenate([[0.0], tau[:-1]])
 
-    # Exact prior draws, compiled without backend optimisation: they run once, and NumPyro's
-    # rejection samplers (Gamma, Beta, Dirichlet) are slow to compile optimised.
-    key_prior, key_run = jax.random.split(jax.random.PRNGKey(seed))
-    flat0 = _compile_once(jax.vmap(lambda key: ravel_pytree(prior_draw(key))[0]),
-                          jax.random.split(key_prior, chains)).astype(jnp.float64)
+    # Exact prior draws, one chain after another (lax.map), compiled without backend
+    # optimisation: they run once, and NumPyro's rejection samplers (Gamma, Beta, Dirichlet)
+    # are slow to compile, the more so batched or optimised. The seed's key splits into one
+    # for the prior draws and one for the transitions.
+    def draw_all(seed):
+        keys = jax.random.split(jax.random.split(jax.random.PRNGKey(seed))[0], chains)
+        flat = jax.lax.map(lambda key: ravel_pytree(prior_draw(key))[0], keys)
+        return flat.astype(jnp.float64)
+
+    flat0 = _compile_once(draw_all, np.int64(seed))
 
     @jax.jit
-    def run(flat0, key, tau_prev, tau_next, slots):
+    def run(flat0, seed, tau_prev, tau_next, slots):
+        key = jax.random.split(jax.random.PRNGKey(seed))[1]
         zeros = jnp.zeros(chains, dtype=flat0.dtype)
         state = _ChainState(flat0, zeros, zeros, jnp.zeros((chains, 2, dim), flat0.dtype))
 
         def step(carry, xs):
             state, eps, log_w, buffer = carry
-            k, t_prev, t_next, slot = xs
+            k, key_k, t_prev, t_next, slot = xs
             first = k == 0
-            key_p, key_u = jax.random.split(jax.random.fold_in(key, k))
-            p0 = jax.random.normal(key_p, state.u.shape, dtype=state.u.dtype)
-            log_u = jnp.log(jax.random.uniform(key_u, (chains,), dtype=state.u.dtype))
-            state, acc = jax.vmap(transition, in_axes=(0, 0, 0, None, None, None))(
-                state, p0, log_u, t_prev, jnp.where(first, 0.0, eps), first)
+            # One draw of uniforms on (-1, 1) per step (every generator call and every special
+            # function costs compile time): normal momenta sqrt(2) erfinv(v), as
+            # jax.random.normal makes them, a uniform (v + 1) / 2 on (0, 1) for the Metropolis
+            # test and the step-size jitter.
+            v = jax.random.uniform(key_k, (chains, dim + 2), dtype=state.u.dtype,
+                                   minval=jnp.nextafter(-1.0, 0.0), maxval=1.0)
+            p0 = np.sqrt(2.0) * jax.scipy.special.erfinv(v[:, :dim])
+            log_u = jnp.log(0.5 * (v[:, dim] + 1.0))
+            jitter = 1.0 + STEP_JITTER * v[:, dim + 1]
+            state, acc = jax.vmap(transition, in_axes=(0, 0, 0, None, 0, None))(
+                state, p0, log_u, t_prev, jnp.where(first, 0.0, eps) * jitter, first)
             log_w = log_w + (t_next - t_prev) * state.log_lik
             buffer = buffer.at[slot].set(log_w)
             mean_acc = acc.mean()
             new_eps = eps
             if adapt:
+                gain = jnp.maximum(ADAPT_GAIN_FLOOR, 1.0 / jnp.sqrt(jnp.maximum(k, 1)))
                 new_eps = jnp.where(first, eps, jnp.clip(
-                    eps * jnp.exp(ADAPT_GAIN * (mean_acc - target)), *STEP_SIZE_BOUNDS))
+                    eps * jnp.exp(gain * (mean_acc - target)), *STEP_SIZE_BOUNDS))
             out = (mean_acc, eps, jnp.stack([state.log_prior, state.log_lik], axis=1))
             return (state, new_eps, log_w, buffer), out
 
         buffer = jnp.zeros((checkpoints.size + 1, chains), dtype=flat0.dtype)
         carry = (state, jnp.asarray(eps0, dtype=flat0.dtype), zeros, buffer)
-        xs = (jnp.arange(n_temps + 1), tau_prev, tau_next, slots)
+        xs = (jnp.arange(n_temps + 1), jax.random.split(key, n_temps + 1), tau_prev, tau_next,
+              slots)
         (_, _, log_w, buffer), (acceptance, step_sizes, values) = jax.lax.scan(step, carry, xs)
         finite_start = jnp.all(jnp.isfinite(values[0]), axis=1) & jnp.all(
             jnp.isfinite(flat0), axis=1)
         return log_w, buffer[:-1].T, acceptance[1:], step_sizes[1:], values[0], finite_start
 
     log_w, trace, acceptance, step_sizes, start_values, finite_start = jax.block_until_ready(
-        run(flat0, key_run, jnp.asarray(tau_prev), jnp.asarray(tau), jnp.asarray(slots)))
+        run(flat0, np.int64(seed), tau_prev, tau, slots))
     bad = ~np.asarray(finite_start)
     if np.any(bad):
         chain = int(np.flatnonzero(bad)[0])
@@ -387,7 +454,7 @@ def ais_numpyro(
         "step_size": step_size,
         "adaptive": adapt,
         "target_acceptance": target if adapt else None,
-        "adapt_gain": ADAPT_GAIN if adapt else None,
+        "adapt_gain_floor": ADAPT_GAIN_FLOOR if adapt else None,
         "initial_step_size": float(eps0),
         "final_step_size": float(step_sizes[-1]),
         "step_size_quarters": _quarter_means(step_sizes).tolist(),
