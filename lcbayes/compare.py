@@ -44,6 +44,9 @@ estimate ``ln p(y | m)``; BIC, BIC_e, AIC and ICL rank as usually reported.
 * ``ais_below_vbem``: ``ais < elbo - AIS_BELOW_VBEM_SE * ais_stderr`` with the *uncorrected*
   bound. ``F`` is a guaranteed lower bound, so the AIS run has not found the posterior mass:
   too few temperatures or a poor kernel (Beal & Ghahramani §5, Table 3).
+* ``ais_low_ess``: the AIS weights' effective number of chains is below ``AIS_MIN_ESS_FRACTION``
+  of the chains: a few chains carry the estimate, so its standard error is itself unreliable
+  (typically too small) and the schedule should be longer.
 * ``ais_off_exact``: ``|ais - exact| > AIS_OFF_EXACT_SE * ais_stderr``: the AIS error bar is
   too small.
 * ``not_converged``: the best EM or VBEM restart stopped at ``max_iter``.
@@ -105,6 +108,7 @@ from .vbem import VBResult, vbem
 
 __all__ = [
     "AIS_BELOW_VBEM_SE",
+    "AIS_MIN_ESS_FRACTION",
     "AIS_OFF_EXACT_SE",
     "EMPTY_CLASS_Z",
     "FLAGS",
@@ -132,6 +136,8 @@ RANKED_COLUMNS = {
 #: ``ais_below_vbem`` fires when AIS is below the uncorrected VB bound by more than this many
 #: AIS standard errors.
 AIS_BELOW_VBEM_SE = 3.0
+#: ``ais_low_ess`` fires when the AIS effective sample size is below this fraction of the chains.
+AIS_MIN_ESS_FRACTION = 0.25
 #: ``ais_off_exact`` fires when AIS misses the exact evidence by more than this many standard
 #: errors.
 AIS_OFF_EXACT_SE = 3.0
@@ -155,6 +161,9 @@ FLAGS = {
                        "standard errors: the AIS run is unreliable (too few temperatures or "
                        "a poor kernel; Beal & Ghahramani Table 3); log_evidence falls back to "
                        "VBEM"),
+    "ais_low_ess": (f"the AIS weights' effective number of chains is below "
+                    f"{AIS_MIN_ESS_FRACTION:.0%} of the chains: its standard error is "
+                    "unreliable; use more temperatures"),
     "ais_off_exact": (f"AIS differs from the exact evidence by more than {AIS_OFF_EXACT_SE:g} "
                       "standard errors: its error bar is too small"),
     "not_converged": "the best EM or VBEM restart stopped at max_iter",
@@ -439,6 +448,10 @@ class Comparison:
                 if gap > AIS_BELOW_VBEM_SE * se:
                     out[i].append(("ais_below_vbem", f"AIS {ais_value:.2f} is {gap:.2f} below "
                                    f"F = {row['elbo']:.2f} (AIS s.e. {se:.2f})"))
+            result = self.ais[i]
+            if result is not None and result.ess < AIS_MIN_ESS_FRACTION * result.chains:
+                out[i].append(("ais_low_ess", f"AIS ESS {result.ess:.1f} of {result.chains} "
+                               "chains"))
             if np.isfinite(ais_value) and np.isfinite(row.get("exact", np.nan)):
                 miss = abs(ais_value - row["exact"])
                 if miss > AIS_OFF_EXACT_SE * se:
@@ -531,6 +544,7 @@ class Comparison:
             "seconds": dict(self.seconds),
             "versions": dict(self.versions),
             "thresholds": {"AIS_BELOW_VBEM_SE": AIS_BELOW_VBEM_SE,
+                           "AIS_MIN_ESS_FRACTION": AIS_MIN_ESS_FRACTION,
                            "AIS_OFF_EXACT_SE": AIS_OFF_EXACT_SE,
                            "EMPTY_CLASS_Z": EMPTY_CLASS_Z, "SINGULAR_LEVEL": SINGULAR_LEVEL,
                            "LOCAL_OPTIMUM_TOL": LOCAL_OPTIMUM_TOL,
