@@ -55,7 +55,7 @@ from .errors import LcbayesError
 from .gamma_sampler import log_dirichlet
 from .inference import enumeration, log_marginal, prepare
 from .inference.completion import sample_completion, seen_indicators
-from .params import PriorSpec, prior_tables
+from .params import PriorSpec, proper_prior_tables
 from .structure import Structure
 
 __all__ = ["DEFAULT_CONCENTRATION", "FLOOR", "MAX_GIBBS_STATES", "ais", "tied_runner"]
@@ -358,10 +358,7 @@ def ais(
     c0, c1 = _check(structure, chains, kernel, blocks, concentration)
     tau = make_schedule(schedule, temperatures)
     data = structure.check_data(data)
-    lambdas = prior_tables(structure, prior)
-    if lambdas is None:
-        raise LcbayesError("ais needs a proper Dirichlet prior: pass prior='dirichlet', a "
-                           "number or {node: pseudo-counts}, not None")
+    lambdas = proper_prior_tables(structure, prior, "ais")
     priors = tuple(jnp.asarray(a) for a in lambdas)
     strength = (jnp.asarray(c0), jnp.asarray(c1 * data.n_observed_rows))
     problem = _problem(structure, jnp.asarray(data.patterns),

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import gammaln, xlogy
 
 from .data import MISSING, Dataset
-from .errors import StructureError
+from .errors import LcbayesError, StructureError
 from .structure import Structure
 
 __all__ = [
@@ -116,6 +116,17 @@ def prior_tables(structure: Structure, prior: PriorSpec) -> tuple[np.ndarray, ..
         full[n].reshape(structure.n_configs(i), structure.cardinalities[i])
         for i, n in enumerate(structure.nodes)
     )
+
+
+def proper_prior_tables(structure: Structure, prior: PriorSpec, engine: str
+                        ) -> tuple[np.ndarray, ...]:
+    """:func:`prior_tables` for an engine that needs a proper prior (``None`` is refused with a
+    message naming ``engine``)."""
+    lambdas = prior_tables(structure, prior)
+    if lambdas is None:
+        raise LcbayesError(f"{engine} needs a proper Dirichlet prior: pass prior='dirichlet', a "
+                           "number or {node: pseudo-counts}, not None")
+    return lambdas
 
 
 def dirichlet_log_density(tables: tuple[Any, ...], alphas: tuple[Any, ...]) -> float:

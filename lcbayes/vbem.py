@@ -58,7 +58,7 @@ from .dirichlet import complete_data_log_evidence, expected_log_thetas, kl_diver
 from .em import EMResult
 from .errors import LcbayesError
 from .inference import e_step, prepare
-from .params import PriorSpec, from_tables, prior_tables, to_tables
+from .params import PriorSpec, from_tables, prior_tables, proper_prior_tables, to_tables
 from .run_record import RunRecord, check_run_arguments, record_fields
 from .structure import Structure
 
@@ -318,10 +318,7 @@ def vbem(
                         batch_size=batch_size)
     start = time.perf_counter()
     data = structure.check_data(data)
-    lambdas = prior_tables(structure, prior)
-    if lambdas is None:
-        raise LcbayesError("vbem needs a proper Dirichlet prior: pass prior='dirichlet', a "
-                           "number or {node: pseudo-counts}, not None")
+    lambdas = proper_prior_tables(structure, prior, "vbem")
     priors = tuple(jnp.asarray(a) for a in lambdas)
     patterns = jnp.asarray(data.patterns)
     weights = _observed_weights(data)
