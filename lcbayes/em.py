@@ -46,7 +46,15 @@ from .data import Dataset
 from .dimension import effective_dimension
 from .dirichlet import complete_data_log_evidence
 from .errors import LcbayesError
-from .inference import Evidence, e_step, log_marginal, prepare
+from .inference import (
+    Evidence,
+    complete_columns,
+    e_step,
+    flat,
+    flat_e_step,
+    log_marginal,
+    prepare,
+)
 from .params import PriorSpec, dirichlet_log_density, from_tables, prior_tables, to_tables
 from .run_record import RunRecord, check_run_arguments, record_fields
 from .structure import Structure
@@ -64,29 +72,22 @@ class _Runs(NamedTuple):
     objective: jax.Array    # (R,) at the final tables
 
 
-def _m_step(counts, alphas, shift: float, pooling=None):
-    """ML (no ``alphas``) or MAP M step; empty rows become uniform. With ``pooling`` (per node a
-    ``(q, q)`` 0/1 matrix of tied CPT rows) the counts of tied rows are pooled first."""
+def _m_step(counts: jax.Array, alphas: jax.Array | None, shapes, pooling=None) -> jax.Array:
+    """ML (no ``alphas``) or MAP M step on flat tables (:mod:`lcbayes.inference.flat`);
+    ``alphas`` holds ``lambda + b`` (module docstring). Empty rows become uniform. With
+    ``pooling`` (a 0/1 matrix over the flat entries joining tied CPT rows) the counts of tied
+    rows are pooled first."""
     if pooling is not None:
-        counts = tuple(p @ c for p, c in zip(pooling, counts, strict=True))
-    tables = []
-    for i, c in enumerate(counts):
-        num = c if alphas is None else c + alphas[i] + shift
-        total = num.sum(axis=-1, keepdims=True)
-        ratio = num / jnp.where(total > 0, total, 1.0)
-        tables.append(jnp.where(total > 0, ratio, 1.0 / c.shape[-1]))
-    return tuple(tables)
+        counts = pooling @ counts
+    return flat.normalise(counts if alphas is None else counts + alphas, shapes)
 
 
-def _prior_term(tables, alphas, shift: float, row_weights=None) -> jax.Array:
-    """The ``theta``-dependent part of the MAP objective: ``sum (lambda - 1 + b) ln theta``
-    (with ``row_weights``, row ``l`` of node ``i`` counts ``row_weights[i][l]`` times)."""
-    if alphas is None:
-        return jnp.zeros(())
-    terms = [xlogy(a + shift, t).sum(-1) for a, t in zip(alphas, tables, strict=True)]
-    if row_weights is not None:
-        terms = [w * x for w, x in zip(row_weights, terms, strict=True)]
-    return sum(x.sum() for x in terms)
+def _flat_pooling(pooling, shapes) -> jax.Array | None:
+    """Per-node ``(q, q)`` row-tying matrices as one matrix over the flat entries."""
+    if pooling is None:
+        return None
+    return jax.scipy.linalg.block_diag(*(jnp.kron(p, jnp.eye(r))
+                                         for p, (_, r) in zip(pooling, shapes, strict=True)))
 
 
 def _log(tables):
@@ -103,9 +104,10 @@ def _initial_tables(structure: Structure, evidence: Evidence, weights, key):
         -jnp.log(jax.random.exponential(k, (n, structure.cardinalities[h]), dtype=jnp.float64))
         for k, h in zip(keys, structure.hidden_nodes, strict=False)
     )  # log of normalised exponentials = log Dirichlet(1), up to a per-pattern constant
-    flat = tuple(jnp.zeros((structure.n_configs(i), r))
-                 for i, r in enumerate(structure.cardinalities))
-    return _m_step(e_step(structure, flat, evidence, weights, noise).counts, None, 0.0)
+    uniform = tuple(jnp.zeros(shape) for shape in structure.table_shapes)
+    counts = e_step(structure, uniform, evidence, weights, noise).counts
+    return flat.unflatten(_m_step(flat.flatten(counts), None, structure.table_shapes),
+                          structure.table_shapes)
 
 
 @partial(jax.jit, static_argnames=("structure",))
@@ -127,10 +129,10 @@ def _row_softmax(u: jax.Array, rows: jax.Array, n_rows: int) -> jax.Array:
 
 
 @partial(jax.jit, static_argnames=("structure", "max_iter", "shift", "batch_size",
-                                   "accelerate"))
+                                   "accelerate", "complete"))
 def _fit(structure: Structure, patterns, weights, alphas, tol_total, starts, limit,
          max_iter: int, shift: float, batch_size: int, accelerate: bool, pooling=None,
-         row_weights=None) -> _Runs:
+         row_weights=None, complete: tuple[int, ...] = ()) -> _Runs:
     """Run EM from every start in ``starts`` for at most ``limit`` (<= ``max_iter``, the
     history length) iterations, ``batch_size`` restarts vmapped at a time.
 
@@ -140,31 +142,38 @@ def _fit(structure: Structure, patterns, weights, alphas, tol_total, starts, lim
     ``pooling`` and ``row_weights`` tie CPT rows (one host shape for many structures, e.g.
     :mod:`lcbayes.benchmarks.beal_ghahramani`): per node a ``(q, q)`` 0/1 matrix of tied rows
     (counts are pooled before the M step) and ``1 / group size`` per row (the prior term counts
-    every group once). Starts must already be tied."""
-    evidence = prepare(structure, patterns)
+    every group once). Starts must already be tied.
 
-    def objective(tables, log_marg):
-        return weights @ log_marg + _prior_term(tables, alphas, shift, row_weights)
+    ``complete`` (:func:`~lcbayes.inference.complete_columns` of ``patterns``) folds the
+    iterations' E steps; the final log-likelihoods use the unfolded evidence."""
+    evidence = prepare(structure, patterns, complete)
+    shapes = structure.table_shapes
+    rows = flat.entry_rows(shapes)
+    n_rows = int(rows[-1]) + 1
+    entry_weights = squarem.entry_weights(row_weights, shapes)
+    prior = None if alphas is None else flat.flatten(alphas) + shift  # lambda - 1 + b
+    pooled = _flat_pooling(pooling, shapes)
 
-    shapes = tuple(t.shape[1:] for t in starts)
-    n_rows = sum(q for q, _ in shapes)
-    rows = jnp.asarray(np.repeat(np.arange(n_rows), [r for q, r in shapes for _ in range(q)]))
+    def objective(x, log_marg):
+        if prior is None:
+            return weights @ log_marg
+        terms = xlogy(prior, x)
+        return weights @ log_marg + (terms if entry_weights is None
+                                     else entry_weights * terms).sum()
 
     def step(x):
-        tables = squarem.unflatten(x, shapes)
-        est = e_step(structure, _log(tables), evidence, weights)
-        return (objective(tables, est.log_marginal),
-                squarem.flatten(_m_step(est.counts, alphas, shift, pooling)))
+        log_marg, counts = flat_e_step(structure, jnp.log(x), evidence, weights)
+        return objective(x, log_marg), _m_step(counts, prior, shapes, pooled)
 
     def run(tables):
-        flat, history, n_iter, done = squarem.iterate(
-            step, squarem.flatten(tables), lambda t: jnp.log(jnp.maximum(t, _TINY)),
+        x, history, n_iter, done = squarem.iterate(
+            step, flat.flatten(tables), lambda t: jnp.log(jnp.maximum(t, _TINY)),
             lambda u: _row_softmax(u, rows, n_rows), tol_total, limit, max_iter, accelerate,
-            squarem.entry_weights(row_weights, shapes))
-        tables = squarem.unflatten(flat, shapes)
-        log_marg = log_marginal(structure, _log(tables), evidence)
-        return _Runs(tables, history, n_iter, done, weights @ log_marg,
-                     objective(tables, log_marg))
+            entry_weights)
+        log_marg = log_marginal(structure, _log(flat.unflatten(x, shapes)),
+                                prepare(structure, patterns))
+        return _Runs(flat.unflatten(x, shapes), history, n_iter, done, weights @ log_marg,
+                     objective(x, log_marg))
 
     return jax.lax.map(run, starts, batch_size=batch_size)
 
@@ -182,18 +191,20 @@ def _run_restarts(structure, patterns, weights, alphas, tol_total, starts, max_i
     Returns the NumPy outcome of every restart and which restarts reached the final stage."""
     n = starts[0].shape[0]
     args = (structure, patterns, weights, alphas, tol_total)
+    fold = {"complete": complete_columns(patterns)}
     if keep is None or keep >= n or burn_in >= max_iter:
-        runs = _fit(*args, starts, max_iter, max_iter, shift, batch_size, accelerate)
+        runs = _fit(*args, starts, max_iter, max_iter, shift, batch_size, accelerate, **fold)
         return jax.tree_util.tree_map(np.asarray, runs), np.ones(n, dtype=bool)
     first = jax.tree_util.tree_map(
-        np.asarray, _fit(*args, starts, burn_in, max_iter, shift, n, accelerate)
+        np.asarray, _fit(*args, starts, burn_in, max_iter, shift, n, accelerate, **fold)
     )
     chosen = np.sort(np.argsort(-np.nan_to_num(first.objective, nan=-np.inf),
                                 kind="stable")[:keep])
     picked = tuple(jnp.asarray(t[chosen]) for t in first.tables)
     second = jax.tree_util.tree_map(
         np.asarray,
-        _fit(*args, picked, max_iter - burn_in, max_iter, shift, batch_size, accelerate),
+        _fit(*args, picked, max_iter - burn_in, max_iter, shift, batch_size, accelerate,
+             **fold),
     )
     history = first.history.copy()
     for row, r in enumerate(chosen):

@@ -22,24 +22,12 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
+from .inference.flat import flatten, unflatten
+
 __all__ = ["MAX_STEP", "entry_weights", "extrapolate", "flatten", "iterate", "unflatten"]
 
 #: Largest step length ``|a|``; the monotone safeguard rejects bad extrapolations.
 MAX_STEP = 64.0
-
-
-def flatten(tables) -> jax.Array:
-    """``(q_i, r_i)`` tables laid end to end in one vector (the iterations work on it)."""
-    return jnp.concatenate([t.ravel() for t in tables])
-
-
-def unflatten(flat: jax.Array, shapes) -> tuple[jax.Array, ...]:
-    """Inverse of :func:`flatten` for tables of the given ``(q_i, r_i)`` shapes."""
-    out, start = [], 0
-    for q, r in shapes:
-        out.append(flat[start:start + q * r].reshape(q, r))
-        start += q * r
-    return tuple(out)
 
 
 def entry_weights(row_weights, shapes) -> jax.Array | None:

@@ -169,6 +169,11 @@ class Structure:
         return (*self.parent_cardinalities(i), self.cardinalities[i])
 
     @property
+    def table_shapes(self) -> tuple[tuple[int, int], ...]:
+        """``(q_i, r_i)`` of every node's CPT as a matrix (parent configurations by values)."""
+        return tuple((self.n_configs(i), r) for i, r in enumerate(self.cardinalities))
+
+    @property
     def n_parameters(self) -> int:
         """Standard dimension ``sum_i q_i (r_i - 1)`` (Beal & Ghahramani eq. 23)."""
         return sum(self.n_configs(i) * (r - 1) for i, r in enumerate(self.cardinalities))

@@ -23,15 +23,17 @@ import numpy as np
 from ..data import Dataset
 from ..params import from_tables, to_tables
 from ..structure import Structure
-from . import enumeration, tree
+from . import enumeration, flat, tree
 from .estep import EStep, Evidence
 
 __all__ = [
     "EStep",
     "Evidence",
+    "complete_columns",
     "e_step",
     "expected_counts",
     "family_posteriors",
+    "flat_e_step",
     "hidden_posteriors",
     "log_likelihood",
     "log_marginal",
@@ -43,9 +45,22 @@ def _route(structure: Structure):
     return tree if structure.kind == "hlc" else enumeration
 
 
-def prepare(structure: Structure, patterns: jax.Array) -> Evidence:
-    """The data patterns in the form the structure's route consumes (build once, reuse)."""
-    return _route(structure).prepare(structure, jnp.asarray(patterns))
+def prepare(structure: Structure, patterns: jax.Array, complete: tuple[int, ...] = ()
+            ) -> Evidence:
+    """The data patterns in the form the structure's route consumes (build once, reuse).
+
+    ``complete``: pattern columns with no missing value (:func:`complete_columns`), which the
+    enumeration route folds to save work (:mod:`~lcbayes.inference.enumeration`)."""
+    if structure.kind == "hlc":
+        return tree.prepare(structure, jnp.asarray(patterns))
+    return enumeration.prepare(structure, jnp.asarray(patterns), complete)
+
+
+def complete_columns(patterns: np.ndarray) -> tuple[int, ...]:
+    """The columns of a ``(P, J)`` pattern matrix without a missing value (a static argument
+    for :func:`prepare`)."""
+    patterns = np.asarray(patterns)
+    return tuple(int(c) for c in np.flatnonzero((patterns >= 0).all(axis=0)))
 
 
 def _evidence(structure: Structure, data: Evidence | jax.Array) -> Evidence:
@@ -67,6 +82,17 @@ def e_step(structure: Structure, log_tables, data: Evidence | jax.Array, weights
     ``(P, r_h)`` array of log factors on its states for each pattern."""
     return _route(structure).e_step(structure, log_tables, _evidence(structure, data), weights,
                                     virtual_evidence)
+
+
+def flat_e_step(structure: Structure, flat_log: jax.Array, evidence: Evidence,
+                weights: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(ln p(y_p) per pattern, expected counts)`` with log CPTs and counts laid end to end
+    (:mod:`~lcbayes.inference.flat`): what an EM or VBEM iteration needs, in few operations."""
+    if structure.kind != "hlc":
+        return enumeration.flat_e_step(structure, flat_log, evidence, weights)
+    est = tree.e_step(structure, flat.unflatten(flat_log, structure.table_shapes), evidence,
+                      weights, None)
+    return est.log_marginal, flat.flatten(est.counts)
 
 
 _jit_e_step = jax.jit(e_step, static_argnums=0)

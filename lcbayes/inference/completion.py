@@ -29,7 +29,8 @@ import jax
 import jax.numpy as jnp
 
 from ..structure import Structure
-from .enumeration import joint_plan
+from . import flat
+from .enumeration import joint_plan, leaf_counts, leaf_log_joint
 from .estep import Evidence, finite_log
 
 __all__ = ["Completion", "sample_completion", "seen_indicators"]
@@ -64,12 +65,7 @@ def _parts(structure: Structure, log_tables, evidence: Evidence, seen: dict):
         else:
             free = free + term
     if plan.leaves:
-        per_state = jnp.concatenate(
-            [finite_log(log_tables[i] if plan.config_onehot[i] is None
-                        else log_tables[i][plan.config[i]]) for i in plan.leaves],
-            axis=1,
-        )
-        tempered = tempered + evidence.one_hot @ per_state.T
+        tempered = tempered + leaf_log_joint(structure, flat.flatten(log_tables), evidence)
     if evidence.log_consistency is not None:
         free = free + evidence.log_consistency
     return free, tempered
@@ -85,27 +81,24 @@ def seen_indicators(structure: Structure, patterns: jax.Array) -> dict[int, jax.
 def _family_counts(structure: Structure, mass: jax.Array, evidence: Evidence, seen: dict):
     """Per node, the free and seen counts of the sampled state counts ``mass`` (P, S)."""
     plan = joint_plan(structure)
-    leaf_counts = mass.T @ evidence.one_hot  # (S, R)
+    leaves = flat.unflatten(leaf_counts(structure, mass, evidence), structure.table_shapes)
     state_mass = mass.sum(axis=0)
     free, tempered = [], []
     for i in range(structure.n_nodes):
         q_i, r_i = structure.n_configs(i), structure.cardinalities[i]
         zeros = jnp.zeros((q_i, r_i))
         if i in plan.value:
-            flat = plan.config[i] * r_i + plan.value[i]
+            entry = plan.config[i] * r_i + plan.value[i]
 
-            def scatter(m, flat=flat, q_i=q_i, r_i=r_i):
-                return jnp.zeros(q_i * r_i).at[flat].add(m).reshape(q_i, r_i)
+            def scatter(m, entry=entry, q_i=q_i, r_i=r_i):
+                return jnp.zeros(q_i * r_i).at[entry].add(m).reshape(q_i, r_i)
 
             seen_mass = seen[i] @ mass if i in seen else jnp.zeros_like(state_mass)
             free.append(scatter(state_mass - seen_mass))
             tempered.append(scatter(seen_mass) if i in seen else zeros)
         else:
-            start = plan.offsets[plan.leaves.index(i)]
-            block = leaf_counts[:, start:start + r_i]
-            onehot = plan.config_onehot[i]
             free.append(zeros)
-            tempered.append(block if onehot is None else onehot.T @ block)
+            tempered.append(leaves[i])
     return tuple(free), tuple(tempered)
 
 

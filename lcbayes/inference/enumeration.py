@@ -17,6 +17,14 @@ observed leaf with a missing value contributes no count (its factor was summed o
 The leaf sum is one matrix product ``Y M^T`` of the ``(P, R)`` one-hot data with the ``(S, R)``
 log CPT entries of every joint state, and the leaf counts are ``(w q)^T Y``: ``O(P S R)`` work
 in two dense products per step, every shape static.
+
+Folding (``prepare(..., complete=...)``): a leaf observed in every pattern needs no column for
+its first category, since ``ln theta[., y] = ln theta[., 0] + sum_{c >= 1} [y = c]
+(ln theta[., c] - ln theta[., 0])``: the first term is the same for every pattern and joins the
+state prior, and the first category's count is the state's mass minus the other counts. For
+binary items this halves ``R`` and with it the memory traffic of both products. ``ln theta[., 0]``
+is floored at ``FOLD_FLOOR`` so that the differences stay finite: a pattern that a zero
+probability rules out gets ``exp(FOLD_FLOOR)``, which underflows to 0 beside any possible state.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import numpy as np
 from jax.scipy.special import xlogy
 
 from ..structure import Structure
+from . import flat
 from .estep import (
     EStep,
     Evidence,
@@ -38,7 +47,12 @@ from .estep import (
     one_hot_columns,
 )
 
-__all__ = ["e_step", "joint_plan", "log_marginal", "prepare"]
+__all__ = ["FOLD_FLOOR", "e_step", "flat_e_step", "flat_index", "flat_log_joint", "joint_plan",
+           "leaf_counts", "leaf_log_joint", "log_marginal", "prepare", "state_counts",
+           "state_log_prior"]
+
+#: Floor of ``ln theta[., 0]`` for folded leaves (module docstring); ``exp`` of it is 0.
+FOLD_FLOOR = -1000.0
 
 
 @dataclass(frozen=True)
@@ -52,7 +66,6 @@ class _Plan:
     config_onehot: dict[int, np.ndarray | None]  # leaf -> (S, q_i) one-hot (None: identity)
     column: dict[int, int]                # observed node -> its column in the patterns
     leaves: tuple[int, ...]               # observed nodes outside E
-    offsets: tuple[int, ...]              # leaf -> first column in the one-hot evidence
     hidden_onehot: dict[int, np.ndarray]  # hidden node -> (S, r_h)
     hidden_state_onehot: np.ndarray | None  # (S, S_h) joint hidden state, None if S_h == S
 
@@ -76,7 +89,6 @@ def joint_plan(structure: Structure) -> _Plan:
             config[i] = np.zeros(n_states, dtype=np.int64)
     column = {i: k for k, i in enumerate(structure.observed_nodes)}
     leaves = tuple(i for i in structure.observed_nodes if i not in value)
-    offsets = tuple(np.cumsum([0] + [structure.cardinalities[i] for i in leaves])[:-1].tolist())
     config_onehot = {}
     for i in leaves:
         q = structure.n_configs(i)
@@ -94,47 +106,133 @@ def joint_plan(structure: Structure) -> _Plan:
         hidden_state_onehot = np.eye(int(np.prod(hidden_cards)))[index]
     else:
         hidden_state_onehot = np.ones((n_states, 1))
-    return _Plan(enumerated, n_states, value, config, config_onehot, column, leaves, offsets,
+    return _Plan(enumerated, n_states, value, config, config_onehot, column, leaves,
                  hidden_onehot, hidden_state_onehot)
 
 
-def prepare(structure: Structure, patterns: jax.Array) -> Evidence:
-    """One-hot leaf evidence and the consistency of observed parents with each joint state."""
+def prepare(structure: Structure, patterns: jax.Array, complete: tuple[int, ...] = ()) -> Evidence:
+    """One-hot leaf evidence and the consistency of observed parents with each joint state.
+
+    ``complete`` lists pattern columns with no missing value; their leaves are folded (module
+    docstring). It must be static and true of ``patterns``: callers compute it from the data."""
     plan = joint_plan(structure)
-    one_hot = one_hot_columns(patterns, [plan.column[i] for i in plan.leaves],
-                              [structure.cardinalities[i] for i in plan.leaves])
+    folded = tuple(i for i in plan.leaves
+                   if plan.column[i] in complete and structure.cardinalities[i] > 1)
+    blocks = [one_hot_columns(patterns, [plan.column[i]], [structure.cardinalities[i]])
+              for i in plan.leaves]
+    blocks = [b[:, 1:] if i in folded else b for i, b in zip(plan.leaves, blocks, strict=True)]
+    one_hot = jnp.concatenate(blocks, axis=1) if blocks else jnp.zeros((patterns.shape[0], 0))
     observed_parents = [i for i in plan.enumerated if i in plan.column]
     if not observed_parents:
-        return Evidence(one_hot, None)
+        return Evidence(one_hot, None, folded)
     agree = jnp.ones((patterns.shape[0], plan.n_states), dtype=bool)
     for i in observed_parents:
         y = patterns[:, plan.column[i]][:, None]
         agree = agree & ((y < 0) | (y == plan.value[i][None, :]))
-    return Evidence(one_hot, jnp.where(agree, 0.0, -jnp.inf))
+    return Evidence(one_hot, jnp.where(agree, 0.0, -jnp.inf), folded)
+
+
+@dataclass(frozen=True)
+class _FlatIndex:
+    """Where the log joint's terms sit in the flat CPT vector (:mod:`.flat`), per joint state."""
+
+    prior: np.ndarray   # (S, E) entry of each enumerated node's CPT in each joint state
+    leaf: np.ndarray    # (S, R) entry matching each one-hot evidence column in each state
+    base: np.ndarray    # (S, F) entry of each folded leaf's first category
+    fold: np.ndarray    # (R, F) 0/1: the column belongs to folded leaf f
+
+
+@lru_cache(maxsize=256)
+def flat_index(structure: Structure, folded: tuple[int, ...] = ()) -> _FlatIndex:
+    """Static entry indices of :func:`flat_log_joint` and :func:`flat_counts` (cached)."""
+    plan = joint_plan(structure)
+    start = flat.offsets(structure.table_shapes)
+
+    def entry(i, k):
+        return start[i] + plan.config[i] * structure.cardinalities[i] + k
+
+    def as_matrix(cols):  # (S, len(cols)) entry indices
+        return (np.stack(cols, axis=1) if cols
+                else np.zeros((plan.n_states, 0), dtype=np.int64))
+
+    prior = as_matrix([entry(i, plan.value[i]) for i in plan.enumerated])
+    leaf, fold_of_column = [], []
+    for i in plan.leaves:
+        first = 1 if i in folded else 0
+        for k in range(first, structure.cardinalities[i]):
+            leaf.append(entry(i, k))
+            fold_of_column.append(folded.index(i) if first else -1)
+    base = [entry(i, 0) for i in folded]
+    fold = np.zeros((len(leaf), len(folded)))
+    for c, f in enumerate(fold_of_column):
+        if f >= 0:
+            fold[c, f] = 1.0
+    return _FlatIndex(prior, as_matrix(leaf), as_matrix(base), fold)
+
+
+def leaf_log_joint(structure: Structure, flat_log: jax.Array, evidence: Evidence) -> jax.Array:
+    """``(P, S)`` sum of the observed leaves' log factors, ``Y M^T + b`` (module docstring;
+    ``b`` holds the folded leaves' first categories, floored at ``FOLD_FLOOR``)."""
+    index = flat_index(structure, evidence.folded)
+    base = jnp.maximum(flat_log[index.base], FOLD_FLOOR)  # (S, F)
+    per_state = finite_log(flat_log[index.leaf]) - base @ index.fold.T  # (S, R)
+    return base.sum(axis=1)[None, :] + evidence.one_hot @ per_state.T
+
+
+def state_log_prior(structure: Structure, flat_log: jax.Array) -> jax.Array:
+    """``(S,)`` ``sum_{i in E} ln theta_i[pa(e), e_i]`` for every joint state ``e``."""
+    return flat_log[flat_index(structure).prior].sum(axis=1)
+
+
+def leaf_counts(structure: Structure, mass: jax.Array, evidence: Evidence) -> jax.Array:
+    """Flat expected counts of the observed leaves under ``(P, S)`` pattern-state masses: the
+    one-hot product ``mass^T Y`` (a folded leaf's first category is the state's mass less the
+    other categories), scattered to each state's CPT row; other entries are 0."""
+    index = flat_index(structure, evidence.folded)
+    per_column = mass.T @ evidence.one_hot  # (S, R)
+    first = jnp.maximum(mass.sum(axis=0)[:, None] - per_column @ index.fold, 0.0)  # (S, F)
+    n = flat.offsets(structure.table_shapes)[-1]
+    return jnp.zeros(n).at[index.leaf].add(per_column).at[index.base].add(first)
+
+
+def state_counts(structure: Structure, state_mass: jax.Array) -> jax.Array:
+    """Flat expected counts of the enumerated nodes given the ``(S,)`` mass of each joint
+    state; other entries are 0."""
+    prior = flat_index(structure).prior
+    n = flat.offsets(structure.table_shapes)[-1]
+    return jnp.zeros(n).at[prior].add(jnp.broadcast_to(state_mass[:, None], prior.shape))
+
+
+def flat_log_joint(structure: Structure, flat_log: jax.Array, evidence: Evidence) -> jax.Array:
+    """``(P, S)`` ``ln p(y_p, e)`` from the flat log CPTs (module docstring)."""
+    logj = state_log_prior(structure, flat_log)[None, :]
+    if joint_plan(structure).leaves:
+        logj = logj + leaf_log_joint(structure, flat_log, evidence)
+    if evidence.log_consistency is not None:
+        logj = logj + evidence.log_consistency
+    return jnp.broadcast_to(logj, (evidence.one_hot.shape[0], joint_plan(structure).n_states))
+
+
+def flat_e_step(structure: Structure, flat_log: jax.Array, evidence: Evidence,
+                weights: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(ln p(y_p) per pattern, flat expected counts)``: the part of :func:`e_step` that EM and
+    VBEM iterate, on flat tables (:mod:`.flat`)."""
+    log_marg, q = normalise_rows(flat_log_joint(structure, flat_log, evidence))
+    mass = weights[:, None] * q
+    return log_marg, (state_counts(structure, mass.sum(axis=0))
+                      + leaf_counts(structure, mass, evidence))
 
 
 def _log_joint(structure: Structure, log_tables, evidence: Evidence, virtual_evidence=None):
     """``(P, S)`` values of ``ln p(y_p, e)`` (plus any per-pattern virtual evidence on hidden
     nodes, ``virtual_evidence[h][p, e_h]``); an impossible state may hold the huge negative
     stand-in for ``ln 0`` instead of ``-inf`` (:func:`normalise_rows` treats both alike)."""
-    plan = joint_plan(structure)
-    prior = jnp.zeros(plan.n_states)
-    for i in plan.enumerated:
-        prior = prior + log_tables[i][plan.config[i], plan.value[i]]
-    logj = prior[None, :]
-    if plan.leaves:
-        per_state = jnp.concatenate(
-            [finite_log(log_tables[i] if plan.config_onehot[i] is None
-                        else log_tables[i][plan.config[i]]) for i in plan.leaves],
-            axis=1,
-        )  # (S, R)
-        logj = logj + evidence.one_hot @ per_state.T  # ln 0 stays a huge negative
-    if evidence.log_consistency is not None:
-        logj = logj + evidence.log_consistency
+    logj = flat_log_joint(structure, flat.flatten(log_tables), evidence)
     if virtual_evidence is not None:
+        plan = joint_plan(structure)
         for h, extra in zip(structure.hidden_nodes, virtual_evidence, strict=True):
             logj = logj + extra[:, plan.value[h]]
-    return jnp.broadcast_to(logj, (evidence.one_hot.shape[0], plan.n_states))
+    return logj
 
 
 def log_marginal(structure: Structure, log_tables, evidence: Evidence) -> jax.Array:
@@ -149,19 +247,9 @@ def e_step(structure: Structure, log_tables, evidence: Evidence, weights: jax.Ar
     logj = _log_joint(structure, log_tables, evidence, virtual_evidence)
     log_marg, q = normalise_rows(logj)
     mass = weights[:, None] * q
-    state_mass = mass.sum(axis=0)
-    leaf_counts = mass.T @ evidence.one_hot  # (S, R)
-    counts = []
-    for i in range(structure.n_nodes):
-        q_i, r_i = structure.n_configs(i), structure.cardinalities[i]
-        if i in plan.value:
-            flat = plan.config[i] * r_i + plan.value[i]
-            counts.append(jnp.zeros(q_i * r_i).at[flat].add(state_mass).reshape(q_i, r_i))
-        else:
-            start = plan.offsets[plan.leaves.index(i)]
-            block = leaf_counts[:, start:start + r_i]
-            onehot = plan.config_onehot[i]
-            counts.append(block if onehot is None else onehot.T @ block)
+    shapes = structure.table_shapes
+    counts = flat.unflatten(state_counts(structure, mass.sum(axis=0))
+                            + leaf_counts(structure, mass, evidence), shapes)
     hidden_marginals = tuple(q @ plan.hidden_onehot[h] for h in structure.hidden_nodes)
     q_hidden = q if plan.hidden_state_onehot is None else q @ plan.hidden_state_onehot
     entropy = -xlogy(q_hidden, q_hidden).sum(axis=1)

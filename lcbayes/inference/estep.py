@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -16,7 +18,10 @@ _LOG_ZERO = -1e280
 _LOG_ZERO_THRESHOLD = -1e270
 
 
-class Evidence(NamedTuple):
+@partial(jax.tree_util.register_dataclass, data_fields=["one_hot", "log_consistency"],
+         meta_fields=["folded"])
+@dataclass(frozen=True)
+class Evidence:
     """The data in the form the inference routes consume, built once per data set.
 
     Attributes:
@@ -24,10 +29,13 @@ class Evidence(NamedTuple):
             missing), columns grouped as the route needs them.
         log_consistency: ``(P, S)`` 0 / ``-inf`` agreement of each joint enumerated state with
             the observed values of observed parent nodes (enumeration route), else ``None``.
+        folded: leaves (node indices) observed in every pattern whose first category's column
+            is left out of ``one_hot`` (static; see :func:`lcbayes.inference.enumeration.prepare`).
     """
 
     one_hot: jax.Array
     log_consistency: jax.Array | None
+    folded: tuple[int, ...] = field(default=())
 
 
 class EStep(NamedTuple):
