@@ -555,3 +555,41 @@ def test_brute_force_matches_hand_formula():
     expected = sum(params["class"][k] * params["X1"][k, 1] * params["X3"][k, 2]
                    * params["X4"][k, 0] for k in range(3))
     close(BruteForce(structure, params).prob(y), expected)
+
+
+# ---------------------------------------------------------------------- 7. folded evidence
+FOLD_CASES = [("latent_class", 1), ("latent_class", 2), ("dag", 0), ("dag", 1), ("dag", 2)]
+
+
+@pytest.mark.parametrize(("kind", "k"), FOLD_CASES, ids=[f"{a}-{b}" for a, b in FOLD_CASES])
+@pytest.mark.parametrize("zeros", [False, True], ids=["interior", "zeros"])
+def test_folded_e_step_matches_brute_force(kind, k, zeros):
+    """Leaves observed in every pattern are folded (their first category leaves the one-hot
+    evidence); log marginals and expected counts still match brute force, also with exact
+    zeros in the CPTs (the floor of ``ln theta[., 0]`` must not leak into possible patterns)."""
+    from lcbayes.inference import complete_columns, enumeration, flat, prepare
+
+    structure, data, params = case(kind, k)
+    if zeros:
+        params, _ = _with_zeros(structure, params, data, np.random.default_rng(600 + k))
+    obs = structure.check_data(data)
+    patterns = obs.patterns[(obs.patterns >= 0).all(axis=1)]  # complete rows only: all fold
+    weights = np.arange(1.0, len(patterns) + 1.0)
+    complete = complete_columns(patterns)
+    assert len(complete) == patterns.shape[1]
+    evidence = prepare(structure, jnp.asarray(patterns), complete)
+    assert evidence.folded, "no leaf was folded"
+    assert evidence.one_hot.shape[1] < prepare(structure, jnp.asarray(patterns)).one_hot.shape[1]
+    with np.errstate(divide="ignore"):
+        flat_log = flat.flatten(log_tables_of(structure, params))
+    log_marg, counts = jax.jit(enumeration.flat_e_step, static_argnums=0)(
+        structure, flat_log, evidence, jnp.asarray(weights))
+    brute = BruteForce(structure, params)
+    posts = [brute.posterior(y) for y in patterns]
+    close(log_marg, [np.log(q.prob) for q in posts])
+    expected = flat.flatten([np.asarray(sum(w * q.family[name] for q, w in
+                                            zip(posts, weights, strict=True)),
+                                        dtype=np.float64).reshape(shape)
+                             for name, shape in zip(structure.nodes, structure.table_shapes,
+                                                    strict=True)])
+    close(counts, expected, tol=1e-9)
