@@ -52,8 +52,8 @@ from jax.scipy.special import gammaln
 from .annealing import AISResult, make_schedule
 from .data import Dataset
 from .errors import LcbayesError
-from .gamma_sampler import log_dirichlet
-from .inference import enumeration, log_marginal, prepare
+from .gamma_sampler import log_dirichlet_flat
+from .inference import enumeration, flat, flat_log_marginal, prepare
 from .inference.completion import sample_completion, seen_indicators
 from .params import PriorSpec, proper_prior_tables
 from .structure import Structure
@@ -71,57 +71,65 @@ TRACE_POINTS = 128
 
 
 class _Tying(NamedTuple):
-    """Tied CPT rows (one host shape for many structures; see :func:`run_tied`)."""
+    """Tied CPT rows (one host shape for many structures; see :func:`tied_runner`), as
+    matrices on the flat CPT vector (:mod:`lcbayes.inference.flat`)."""
 
-    first: tuple[jax.Array, ...] | None        # (q, q) row -> first row of its group
-    pooling: tuple[jax.Array, ...] | None      # (q, q) 0/1 same-group matrix
-    row_weights: tuple[jax.Array, ...] | None  # (q,) 1 / group size
-
-
-def _tie(tables, tying: _Tying):
-    if tying.first is None:
-        return tuple(tables)
-    return tuple(f @ t for f, t in zip(tying.first, tables, strict=True))
+    first: jax.Array | None        # (n, n) every entry -> that of the first row of its group
+    pooling: jax.Array | None      # (n, n) 0/1: entries of rows in the same group
+    row_weights: jax.Array | None  # (n_rows,) 1 / group size
 
 
-def _per_node(per_row, tying: _Tying) -> jax.Array:
-    """``(n_nodes,)`` sums of per-row values, each tied group of rows counted once."""
-    if tying.row_weights is None:
-        return jnp.stack([jnp.sum(v) for v in per_row])
-    return jnp.stack([w @ v for w, v in zip(tying.row_weights, per_row, strict=True)])
+def _tie(x, tying: _Tying):
+    return x if tying.first is None else tying.first @ x
 
 
-def _log_dirichlet_draw(key, shapes, tying: _Tying):
+def _per_node(structure: Structure, entry_values, row_values, tying: _Tying) -> jax.Array:
+    """``(n_nodes,)`` sums of per-entry and per-row values, each tied group of rows counted
+    once (the flat counterparts of summing over each CPT)."""
+    shapes = structure.table_shapes
+    rows = flat.entry_rows(shapes)
+    n = structure.n_nodes
+    row_w = jnp.ones(rows[-1] + 1) if tying.row_weights is None else tying.row_weights
+    total = jax.ops.segment_sum(row_w[rows] * entry_values, flat.entry_nodes(shapes),
+                                num_segments=n)
+    if row_values is not None:
+        total = total + jax.ops.segment_sum(row_w * row_values, flat.row_nodes(shapes),
+                                            num_segments=n)
+    return total
+
+
+def _log_dirichlet_draw(structure: Structure, key, shapes, tying: _Tying):
     """Log CPT rows drawn from ``Dir(shapes)`` via log gammas (no underflow to 0), tied."""
-    return _tie(log_dirichlet(key, tuple(shapes)), tying)
+    return _tie(log_dirichlet_flat(key, shapes, structure.table_shapes), tying)
 
 
-def _log_prior(log_tables, priors, tying):
+def _log_prior(structure: Structure, log_x, priors, tying):
     """Per node, ``ln p(theta_i)`` up to its constant: ``sum (lambda - 1) ln theta``."""
-    return _per_node([((lam - 1.0) * lt).sum(-1) for lam, lt in
-                      zip(priors, log_tables, strict=True)], tying)
+    return _per_node(structure, (priors - 1.0) * log_x, None, tying)
 
 
-def _log_proposal(log_x, shapes, tying):
+def _log_proposal(structure: Structure, log_x, shapes, tying):
     """Per node, ``sum_rows ln Dir(x_row | shapes_row)``."""
-    return _per_node([gammaln(a.sum(-1)) - gammaln(a).sum(-1) + ((a - 1.0) * lx).sum(-1)
-                      for a, lx in zip(shapes, log_x, strict=True)], tying)
+    rows = flat.entry_rows(structure.table_shapes)
+    row_sums = jax.ops.segment_sum(shapes, rows, num_segments=int(rows[-1]) + 1)
+    return _per_node(structure, (shapes - 1.0) * log_x - gammaln(shapes), gammaln(row_sums),
+                     tying)
 
 
-def _shapes(log_tables, strength):
-    return tuple(strength * jnp.exp(lt) + FLOOR for lt in log_tables)
+def _shapes(log_x, strength):
+    return strength * jnp.exp(log_x) + FLOOR
 
 
 class _MHState(NamedTuple):
-    log_tables: tuple[jax.Array, ...]
+    log_x: jax.Array       # (n,) flat log CPTs
     loglik: jax.Array
-    log_prior: jax.Array
+    log_prior: jax.Array   # (n_nodes,)
 
 
 class _GibbsState(NamedTuple):
-    log_tables: tuple[jax.Array, ...]
-    free_counts: tuple[jax.Array, ...]
-    seen_counts: tuple[jax.Array, ...]
+    log_x: jax.Array
+    free_counts: jax.Array   # (n,) flat
+    seen_counts: jax.Array
     log_seen: jax.Array
 
 
@@ -130,21 +138,21 @@ class _Problem(NamedTuple):
 
     evidence: object
     weights: jax.Array
-    priors: tuple[jax.Array, ...]
+    priors: jax.Array                       # (n,) flat Dirichlet pseudo-counts
     tying: _Tying
     seen: dict
     rows: jax.Array | None                  # (N,) pattern of every row (Gibbs kernel)
     strength: tuple[jax.Array, jax.Array]   # (c0, c1 * n)
 
 
-def _loglik(structure, log_tables, problem: _Problem):
-    return problem.weights @ log_marginal(structure, log_tables, problem.evidence)
+def _loglik(structure, log_x, problem: _Problem):
+    return problem.weights @ flat_log_marginal(structure, log_x, problem.evidence)
 
 
 def _mh_init(structure, problem: _Problem, key):
-    log_tables = _log_dirichlet_draw(key, problem.priors, problem.tying)
-    return _MHState(log_tables, _loglik(structure, log_tables, problem),
-                    _log_prior(log_tables, problem.priors, problem.tying))
+    log_x = _log_dirichlet_draw(structure, key, problem.priors, problem.tying)
+    return _MHState(log_x, _loglik(structure, log_x, problem),
+                    _log_prior(structure, log_x, problem.priors, problem.tying))
 
 
 def _blocks(structure: Structure, blocks: str) -> np.ndarray:
@@ -162,57 +170,55 @@ def _mh_step(structure, problem: _Problem, state: _MHState, key, tau, blocks: st
     blocks accepted, ln p(y | theta))."""
     k_prop, k_accept = jax.random.split(key)
     strength = problem.strength[0] + problem.strength[1] * tau
-    forward = _shapes(state.log_tables, strength)
-    proposal = _log_dirichlet_draw(k_prop, forward, problem.tying)
-    log_q = (_log_proposal(state.log_tables, _shapes(proposal, strength), problem.tying)
-             - _log_proposal(proposal, forward, problem.tying))   # per node, backward - forward
-    gain = _log_prior(proposal, problem.priors, problem.tying) - state.log_prior + log_q
-    member = jnp.asarray(_blocks(structure, blocks))
+    forward = _shapes(state.log_x, strength)
+    proposal = _log_dirichlet_draw(structure, k_prop, forward, problem.tying)
+    log_q = (_log_proposal(structure, state.log_x, _shapes(proposal, strength), problem.tying)
+             - _log_proposal(structure, proposal, forward, problem.tying))  # backward - forward
+    gain = _log_prior(structure, proposal, problem.priors, problem.tying) - state.log_prior + log_q
+    member = _blocks(structure, blocks)
+    member_entries = jnp.asarray(member[:, flat.entry_nodes(structure.table_shapes)])
+    member = jnp.asarray(member)
     log_u = jnp.log(jax.random.uniform(k_accept, (member.shape[0],)))
 
     def block_update(b, carry):
-        log_tables, loglik, accepted = carry
-        candidate = tuple(jnp.where(member[b, i], p, t)
-                          for i, (p, t) in enumerate(zip(proposal, log_tables, strict=True)))
+        log_x, loglik, accepted = carry
+        candidate = jnp.where(member_entries[b], proposal, log_x)
         cand_loglik = _loglik(structure, candidate, problem)
         log_ratio = tau * (cand_loglik - loglik) + member[b] @ gain
         accept = log_u[b] < log_ratio   # a NaN ratio rejects
-        return (tuple(jnp.where(accept, c, t) for c, t in zip(candidate, log_tables,
-                                                               strict=True)),
-                jnp.where(accept, cand_loglik, loglik), accepted + accept)
+        return (jnp.where(accept, candidate, log_x), jnp.where(accept, cand_loglik, loglik),
+                accepted + accept)
 
-    log_tables, loglik, accepted = jax.lax.fori_loop(
-        0, member.shape[0], block_update, (state.log_tables, state.loglik, 0.0))
-    new = _MHState(log_tables, loglik, _log_prior(log_tables, problem.priors, problem.tying))
+    log_x, loglik, accepted = jax.lax.fori_loop(
+        0, member.shape[0], block_update, (state.log_x, state.loglik, 0.0))
+    new = _MHState(log_x, loglik, _log_prior(structure, log_x, problem.priors, problem.tying))
     return new, accepted / member.shape[0], loglik
 
 
 def _pooled(counts, tying: _Tying):
-    if tying.pooling is None:
-        return counts
-    return tuple(p @ c for p, c in zip(tying.pooling, counts, strict=True))
+    counts = flat.flatten(counts)
+    return counts if tying.pooling is None else tying.pooling @ counts
 
 
-def _complete(structure, problem: _Problem, log_tables, key, tau) -> _GibbsState:
-    comp = sample_completion(structure, log_tables, problem.evidence, problem.seen,
-                             problem.rows, tau, key)
-    return _GibbsState(log_tables, _pooled(comp.free_counts, problem.tying),
+def _complete(structure, problem: _Problem, log_x, key, tau) -> _GibbsState:
+    comp = sample_completion(structure, flat.unflatten(log_x, structure.table_shapes),
+                             problem.evidence, problem.seen, problem.rows, tau, key)
+    return _GibbsState(log_x, _pooled(comp.free_counts, problem.tying),
                        _pooled(comp.seen_counts, problem.tying), comp.log_seen)
 
 
 def _gibbs_init(structure, problem: _Problem, key):
     k_theta, k_s = jax.random.split(key)
-    log_tables = _log_dirichlet_draw(k_theta, problem.priors, problem.tying)
-    return _complete(structure, problem, log_tables, k_s, 0.0)
+    log_x = _log_dirichlet_draw(structure, k_theta, problem.priors, problem.tying)
+    return _complete(structure, problem, log_x, k_s, 0.0)
 
 
 def _gibbs_step(structure, problem: _Problem, state: _GibbsState, key, tau, blocks):
     """``theta | s`` then ``s | theta`` at ``tau``; returns (state, True, ln p(y | s, theta))."""
     k_theta, k_s = jax.random.split(key)
-    shapes = tuple(lam + f + tau * s for lam, f, s in
-                   zip(problem.priors, state.free_counts, state.seen_counts, strict=True))
-    log_tables = _log_dirichlet_draw(k_theta, shapes, problem.tying)
-    new = _complete(structure, problem, log_tables, k_s, tau)
+    shapes = problem.priors + state.free_counts + tau * state.seen_counts
+    log_x = _log_dirichlet_draw(structure, k_theta, shapes, problem.tying)
+    new = _complete(structure, problem, log_x, k_s, tau)
     return new, jnp.asarray(True), new.log_seen
 
 
@@ -269,14 +275,17 @@ def tied_runner(structure: Structure, patterns, weights, priors, tau, strength, 
     ``strength = (c0, c1 n)`` are fixed; ``run`` is pure JAX, so it can be vmapped or
     ``lax.map``-ped over many tyings of one host (the Beal & Ghahramani study)."""
     base = _problem(structure, jnp.asarray(patterns), jnp.asarray(weights, dtype=jnp.float64),
-                    tuple(jnp.asarray(a) for a in priors), _Tying(None, None, None), kernel,
-                    tuple(jnp.asarray(x) for x in strength))
+                    flat.flatten([jnp.asarray(a) for a in priors]), _Tying(None, None, None),
+                    kernel, tuple(jnp.asarray(x) for x in strength))
     tau = jnp.asarray(tau)
+    shapes = structure.table_shapes
 
     def run(pooling, row_weights, key):
         first = tuple(jax.nn.one_hot(jnp.argmax(p > 0, axis=1), p.shape[1], dtype=p.dtype)
                       for p in pooling)
-        problem = base._replace(tying=_Tying(first, tuple(pooling), tuple(row_weights)))
+        problem = base._replace(tying=_Tying(flat.row_matrix(first, shapes),
+                                             flat.row_matrix(pooling, shapes),
+                                             jnp.concatenate(row_weights)))
         return _anneal(structure, kernel, blocks, chains, None, problem, tau, key)
 
     return run
@@ -359,7 +368,7 @@ def ais(
     tau = make_schedule(schedule, temperatures)
     data = structure.check_data(data)
     lambdas = proper_prior_tables(structure, prior, "ais")
-    priors = tuple(jnp.asarray(a) for a in lambdas)
+    priors = flat.flatten([jnp.asarray(a) for a in lambdas])
     strength = (jnp.asarray(c0), jnp.asarray(c1 * data.n_observed_rows))
     problem = _problem(structure, jnp.asarray(data.patterns),
                        jnp.asarray(data.counts, dtype=jnp.float64), priors,

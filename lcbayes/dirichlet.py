@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.scipy.special import digamma, gammaln
+
+from .inference import flat
 
 __all__ = [
     "complete_data_log_evidence",
@@ -37,57 +38,43 @@ def expected_log_theta(alpha: jax.Array) -> jax.Array:
     return digamma(alpha) - digamma(alpha.sum(-1, keepdims=True))
 
 
-class _Flat:
-    """Tables laid end to end: ``rows[e]`` numbers the CPT row of entry ``e``."""
+def _row_sum(values: jax.Array, shapes) -> jax.Array:
+    """Per CPT row, the sum of the flat ``values`` (:mod:`lcbayes.inference.flat`)."""
+    rows = flat.entry_rows(shapes)
+    return jax.ops.segment_sum(values, rows, num_segments=int(rows[-1]) + 1)
 
-    def __init__(self, tables) -> None:
-        self.shapes = [t.shape for t in tables]
-        counts = [q for q, _ in self.shapes]
-        self.n_rows = int(sum(counts))
-        self.rows = jnp.asarray(np.repeat(np.arange(self.n_rows),
-                                          [r for q, r in self.shapes for _ in range(q)]))
 
-    def flat(self, tables) -> jax.Array:
-        return jnp.concatenate([jnp.ravel(t) for t in tables])
+def _total(per_row: jax.Array, weights) -> jax.Array:
+    return per_row.sum() if weights is None else (flat.flatten(weights) * per_row).sum()
 
-    def row_sum(self, values: jax.Array) -> jax.Array:
-        return jax.ops.segment_sum(values, self.rows, num_segments=self.n_rows)
 
-    def split(self, values: jax.Array) -> tuple[jax.Array, ...]:
-        out, start = [], 0
-        for q, r in self.shapes:
-            out.append(values[start:start + q * r].reshape(q, r))
-            start += q * r
-        return tuple(out)
-
-    def total(self, per_row: jax.Array, weights) -> jax.Array:
-        if weights is None:
-            return per_row.sum()
-        return (jnp.concatenate([jnp.ravel(w) for w in weights]) * per_row).sum()
+def _shapes(tables) -> tuple[tuple[int, int], ...]:
+    return tuple(t.shape for t in tables)
 
 
 def expected_log_thetas(alphas) -> tuple[jax.Array, ...]:
     """:func:`expected_log_theta` of every table (one ``digamma`` for all of them)."""
-    layout = _Flat(alphas)
-    a = layout.flat(alphas)
-    psi = digamma(jnp.concatenate([a, layout.row_sum(a)]))
-    return layout.split(psi[:a.size] - psi[a.size:][layout.rows])
+    shapes = _shapes(alphas)
+    a = flat.flatten(alphas)
+    psi = digamma(jnp.concatenate([a, _row_sum(a, shapes)]))
+    return flat.unflatten(psi[:a.size] - psi[a.size:][flat.entry_rows(shapes)], shapes)
 
 
-def _log_beta_rows(layout: _Flat, a: jax.Array) -> jax.Array:
+def _log_beta_rows(a: jax.Array, shapes) -> jax.Array:
     """Per CPT row, ``ln B(a_row)`` of the flat pseudo-counts ``a``."""
-    lg = gammaln(jnp.concatenate([a, layout.row_sum(a)]))
-    return layout.row_sum(lg[:a.size]) - lg[a.size:]
+    lg = gammaln(jnp.concatenate([a, _row_sum(a, shapes)]))
+    return _row_sum(lg[:a.size], shapes) - lg[a.size:]
 
 
 def complete_data_log_evidence(counts, alphas, weights=None) -> jax.Array:
     """``ln p(z | m)`` for complete-data counts ``N`` under Dirichlet priors ``lambda``
     (Beal & Ghahramani eq. 5): ``sum_rows [ln B(lambda + N) - ln B(lambda)]``, where
     ``B`` is the multivariate Beta function. Fractional counts are allowed (eq. 28)."""
-    layout = _Flat(alphas)
-    lam = layout.flat(alphas)
-    per_row = _log_beta_rows(layout, lam + layout.flat(counts)) - _log_beta_rows(layout, lam)
-    return layout.total(per_row, weights)
+    shapes = _shapes(alphas)
+    lam = flat.flatten(alphas)
+    per_row = (_log_beta_rows(lam + flat.flatten(counts), shapes)
+               - _log_beta_rows(lam, shapes))
+    return _total(per_row, weights)
 
 
 def kl_divergence(alphas, priors, weights=None) -> jax.Array:
@@ -96,9 +83,9 @@ def kl_divergence(alphas, priors, weights=None) -> jax.Array:
         ln Gamma(alpha_0) - sum ln Gamma(alpha_k) - ln Gamma(lambda_0) + sum ln Gamma(lambda_k)
         + sum_k (alpha_k - lambda_k) (psi(alpha_k) - psi(alpha_0))
     """
-    layout = _Flat(alphas)
-    a, lam = layout.flat(alphas), layout.flat(priors)
-    psi = layout.flat(expected_log_thetas(alphas))
-    per_row = (_log_beta_rows(layout, lam) - _log_beta_rows(layout, a)
-               + layout.row_sum((a - lam) * psi))
-    return layout.total(per_row, weights)
+    shapes = _shapes(alphas)
+    a, lam = flat.flatten(alphas), flat.flatten(priors)
+    psi = flat.flatten(expected_log_thetas(alphas))
+    per_row = (_log_beta_rows(lam, shapes) - _log_beta_rows(a, shapes)
+               + _row_sum((a - lam) * psi, shapes))
+    return _total(per_row, weights)

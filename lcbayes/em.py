@@ -82,14 +82,6 @@ def _m_step(counts: jax.Array, alphas: jax.Array | None, shapes, pooling=None) -
     return flat.normalise(counts if alphas is None else counts + alphas, shapes)
 
 
-def _flat_pooling(pooling, shapes) -> jax.Array | None:
-    """Per-node ``(q, q)`` row-tying matrices as one matrix over the flat entries."""
-    if pooling is None:
-        return None
-    return jax.scipy.linalg.block_diag(*(jnp.kron(p, jnp.eye(r))
-                                         for p, (_, r) in zip(pooling, shapes, strict=True)))
-
-
 def _log(tables):
     return tuple(jnp.log(t) for t in tables)
 
@@ -152,7 +144,7 @@ def _fit(structure: Structure, patterns, weights, alphas, tol_total, starts, lim
     n_rows = int(rows[-1]) + 1
     entry_weights = squarem.entry_weights(row_weights, shapes)
     prior = None if alphas is None else flat.flatten(alphas) + shift  # lambda - 1 + b
-    pooled = _flat_pooling(pooling, shapes)
+    pooled = None if pooling is None else flat.row_matrix(pooling, shapes)
 
     def objective(x, log_marg):
         if prior is None:

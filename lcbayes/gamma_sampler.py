@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import logsumexp
 
-__all__ = ["FIRST_ROUNDS", "log_dirichlet", "log_gamma"]
+from .inference import flat
+
+__all__ = ["FIRST_ROUNDS", "log_dirichlet", "log_dirichlet_flat", "log_gamma"]
 
 #: Proposals drawn per element before the rejection loop (each accepted with p >= 0.95).
 FIRST_ROUNDS = 3
@@ -69,11 +70,11 @@ def log_gamma(key: jax.Array, shape: jax.Array) -> jax.Array:
 def log_dirichlet(key: jax.Array, concentrations: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
     """Log rows of ``Dir(concentration_row)`` for every table (rows over the last axis), from
     one :func:`log_gamma` call on all entries together."""
-    flat = jnp.concatenate([a.ravel() for a in concentrations])
-    draws = log_gamma(key, flat)
-    out, start = [], 0
-    for a in concentrations:
-        g = draws[start:start + a.size].reshape(a.shape)
-        out.append(g - logsumexp(g, axis=-1, keepdims=True))
-        start += a.size
-    return tuple(out)
+    shapes = tuple((a.size // a.shape[-1], a.shape[-1]) for a in concentrations)
+    draws = flat.unflatten(log_dirichlet_flat(key, flat.flatten(concentrations), shapes), shapes)
+    return tuple(d.reshape(a.shape) for d, a in zip(draws, concentrations, strict=True))
+
+
+def log_dirichlet_flat(key: jax.Array, concentrations: jax.Array, shapes) -> jax.Array:
+    """:func:`log_dirichlet` on tables laid end to end (:mod:`lcbayes.inference.flat`)."""
+    return flat.log_normalise(log_gamma(key, concentrations), shapes)

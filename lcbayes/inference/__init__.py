@@ -24,7 +24,7 @@ from ..data import Dataset
 from ..params import from_tables, to_tables
 from ..structure import Structure
 from . import enumeration, flat, tree
-from .estep import EStep, Evidence
+from .estep import EStep, Evidence, normalise_rows
 
 __all__ = [
     "EStep",
@@ -34,6 +34,7 @@ __all__ = [
     "expected_counts",
     "family_posteriors",
     "flat_e_step",
+    "flat_log_marginal",
     "hidden_posteriors",
     "log_likelihood",
     "log_marginal",
@@ -93,6 +94,15 @@ def flat_e_step(structure: Structure, flat_log: jax.Array, evidence: Evidence,
     est = tree.e_step(structure, flat.unflatten(flat_log, structure.table_shapes), evidence,
                       weights, None)
     return est.log_marginal, flat.flatten(est.counts)
+
+
+def flat_log_marginal(structure: Structure, flat_log: jax.Array, evidence: Evidence
+                      ) -> jax.Array:
+    """:func:`log_marginal` with the log CPTs laid end to end (:mod:`~.flat`)."""
+    if structure.kind != "hlc":
+        return normalise_rows(enumeration.flat_log_joint(structure, flat_log, evidence))[0]
+    return tree.log_marginal(structure, flat.unflatten(flat_log, structure.table_shapes),
+                             evidence)
 
 
 _jit_e_step = jax.jit(e_step, static_argnums=0)

@@ -13,7 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["entry_rows", "flatten", "normalise", "offsets", "unflatten"]
+__all__ = ["entry_nodes", "entry_rows", "flatten", "log_normalise", "normalise", "offsets",
+           "row_matrix", "row_nodes", "unflatten"]
 
 
 def flatten(tables) -> jax.Array:
@@ -50,3 +51,29 @@ def normalise(counts: jax.Array, shapes) -> jax.Array:
                       [r for q, r in shapes for _ in range(q)]).astype(np.float64)
     total = jax.ops.segment_sum(counts, rows, num_segments=n_rows)[rows]
     return jnp.where(total > 0, counts / jnp.where(total > 0, total, 1.0), 1.0 / width)
+
+
+def entry_nodes(shapes) -> np.ndarray:
+    """The table (node) of every entry (``(n_entries,)``)."""
+    return np.repeat(np.arange(len(shapes)), [q * r for q, r in shapes])
+
+
+def row_nodes(shapes) -> np.ndarray:
+    """The table (node) of every table row (``(n_rows,)``)."""
+    return np.repeat(np.arange(len(shapes)), [q for q, _ in shapes])
+
+
+def log_normalise(log_values: jax.Array, shapes) -> jax.Array:
+    """Log entries shifted so that every table row's probabilities sum to one."""
+    rows = entry_rows(shapes)
+    n_rows = int(rows[-1]) + 1
+    top = jax.ops.segment_max(log_values, rows, num_segments=n_rows)[rows]
+    total = jax.ops.segment_sum(jnp.exp(log_values - top), rows, num_segments=n_rows)[rows]
+    return log_values - top - jnp.log(total)
+
+
+def row_matrix(per_node, shapes) -> jax.Array:
+    """Per-node ``(q, q)`` matrices acting on table rows (e.g. pooling tied rows) as one
+    ``(n_entries, n_entries)`` matrix acting on the flat vector."""
+    return jax.scipy.linalg.block_diag(*(jnp.kron(m, jnp.eye(r))
+                                         for m, (_, r) in zip(per_node, shapes, strict=True)))
