@@ -21,8 +21,10 @@ from .inference import flat
 __all__ = [
     "complete_data_log_evidence",
     "expected_log_theta",
+    "expected_log_theta_flat",
     "expected_log_thetas",
     "kl_divergence",
+    "kl_divergence_flat",
     "log_beta",
 ]
 
@@ -55,9 +57,13 @@ def _shapes(tables) -> tuple[tuple[int, int], ...]:
 def expected_log_thetas(alphas) -> tuple[jax.Array, ...]:
     """:func:`expected_log_theta` of every table (one ``digamma`` for all of them)."""
     shapes = _shapes(alphas)
-    a = flat.flatten(alphas)
+    return flat.unflatten(expected_log_theta_flat(flat.flatten(alphas), shapes), shapes)
+
+
+def expected_log_theta_flat(a: jax.Array, shapes) -> jax.Array:
+    """:func:`expected_log_theta` of tables laid end to end (:mod:`lcbayes.inference.flat`)."""
     psi = digamma(jnp.concatenate([a, _row_sum(a, shapes)]))
-    return flat.unflatten(psi[:a.size] - psi[a.size:][flat.entry_rows(shapes)], shapes)
+    return psi[:a.size] - psi[a.size:][flat.entry_rows(shapes)]
 
 
 def _log_beta_rows(a: jax.Array, shapes) -> jax.Array:
@@ -83,9 +89,12 @@ def kl_divergence(alphas, priors, weights=None) -> jax.Array:
         ln Gamma(alpha_0) - sum ln Gamma(alpha_k) - ln Gamma(lambda_0) + sum ln Gamma(lambda_k)
         + sum_k (alpha_k - lambda_k) (psi(alpha_k) - psi(alpha_0))
     """
-    shapes = _shapes(alphas)
-    a, lam = flat.flatten(alphas), flat.flatten(priors)
-    psi = flat.flatten(expected_log_thetas(alphas))
+    return kl_divergence_flat(flat.flatten(alphas), flat.flatten(priors), _shapes(alphas),
+                              None if weights is None else flat.flatten(weights))
+
+
+def kl_divergence_flat(a: jax.Array, lam: jax.Array, shapes, row_weights=None) -> jax.Array:
+    """:func:`kl_divergence` of tables laid end to end; ``row_weights`` one per CPT row."""
     per_row = (_log_beta_rows(lam, shapes) - _log_beta_rows(a, shapes)
-               + _row_sum((a - lam) * psi, shapes))
-    return _total(per_row, weights)
+               + _row_sum((a - lam) * expected_log_theta_flat(a, shapes), shapes))
+    return _total(per_row, None if row_weights is None else (row_weights,))
