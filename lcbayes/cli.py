@@ -15,6 +15,24 @@ structure) and prints a readable summary, or one JSON object with ``--json``:
 (:func:`lcbayes.compare`) and prints a table, or with ``--json`` one object ``{"rows": [...],
 "metadata": {...}}`` (NaN as ``null``, no progress bars).
 
+``lcbayes rjmcmc DATA.csv [--max-classes 10] [--columns A,B] [--draws N] [--warmup N]
+[--chains C] [--seed S] [--prior-k uniform|poisson] [--relabel stephens|ecr|pivot|constraint]
+[--report out.html] [--markdown out.md] [--json]`` samples the posterior over the number of
+classes ``K = 1 .. max_classes`` and the parameters by reversible jump
+(:func:`lcbayes.rjmcmc.rjmcmc`; defaults as there: 10 classes, 4 chains x 10000 draws after
+2000 warm-up sweeps), relabels the draws with the most visited ``K`` and summarises them with
+ArviZ (:func:`lcbayes.diagnostics.diagnostics`: R-hat, bulk and tail ESS). It prints the
+posterior of ``K``, the acceptance rate of every move type and the summary table, or with
+``--json`` one object (:func:`rjmcmc_summary`): ``posterior_k`` and ``prior_k`` as
+``{"K": probability}`` (JSON object keys are strings: ``"1"`` .. ``"max_classes"``),
+``modal_k``, ``acceptance`` (``{move: rate}``, ``null`` for a move never proposed) and
+``proposed`` (``{move: count}``), ``k_diagnostics`` (R-hat and ESS of the trace of ``k``),
+``diagnostics`` (R-hat/ESS summary after relabelling on ``modal_k``: ``max_rhat``,
+``min_ess_bulk``, ``flagged`` and the table ``summary``), ``relabelling``, ``seconds``,
+``sampler_seconds``, ``n_rows``, ``n_patterns``, ``columns``, ``seed``, ``draws``, ``warmup``,
+``chains``, ``thin``, ``max_classes``. ``--report`` writes the diagnostics (tables and
+figures) as one self-contained HTML file, ``--markdown`` as Markdown with PNG figures.
+
 ``lcbayes demo [--out reports] [--seed 0]`` simulates the documented three-class data set
 (:data:`DEMO_SHARES`, :data:`DEMO_PROFILES`), compares 1-5 classes by every method and writes
 ``demo.html`` and ``demo.md`` (with its PNG figures) to ``--out``.
@@ -41,17 +59,20 @@ import numpy as np
 
 from . import __version__
 from .cache import enable_compilation_cache
-from .compare import DEFAULT_METHODS, EXACT_MAX_TERMS, Comparison, compare
+from .compare import DEFAULT_METHODS, EXACT_MAX_TERMS, Comparison, _json_value, compare
 from .data import DEFAULT_MAX_CATEGORIES, Dataset
+from .diagnostics import Diagnostics, diagnostics
 from .dimension import effective_dimension
 from .em import EMResult, em
 from .errors import LcbayesError
 from .exact import ExactEvidence, exact_evidence
 from .params import simulate
+from .relabel import METHODS as RELABEL_METHODS
+from .rjmcmc import MOVES, posterior_k, rjmcmc
 from .structure import Structure, dag, hlc, latent_class
 from .vbem import VBResult, vbem
 
-__all__ = ["DEMO_PROFILES", "DEMO_ROWS", "DEMO_SHARES", "demo_data", "main"]
+__all__ = ["DEMO_PROFILES", "DEMO_ROWS", "DEMO_SHARES", "demo_data", "main", "rjmcmc_summary"]
 
 #: Demo data: class shares of the three true classes.
 DEMO_SHARES = (0.5, 0.3, 0.2)
@@ -140,6 +161,39 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--markdown", help="write a Markdown report here (PNG figures beside it)")
     cmp.add_argument("--json", action="store_true",
                      help="print one JSON object {rows, metadata}; no progress bars")
+
+    rj = sub.add_parser(
+        "rjmcmc", help="posterior over the number of classes by reversible-jump MCMC",
+        description="Sample the number of classes K = 1..MAX_CLASSES and the parameters of a "
+                    "latent class model by reversible jump (Gibbs updates, split/merge and "
+                    "birth/death moves; Dirichlet(1) priors unless --prior), relabel the draws "
+                    "with the most visited K and print the posterior of K, the acceptance "
+                    "rates and an ArviZ summary (R-hat, bulk and tail ESS).")
+    rj.add_argument("data", help="CSV file with a header row; one column per categorical item")
+    rj.add_argument("--max-classes", type=int, default=10,
+                    help="largest number of classes K (default 10)")
+    rj.add_argument("--columns", help="comma-separated columns to use (default: all)")
+    rj.add_argument("--draws", type=int, default=10_000,
+                    help="kept draws per chain (default 10000)")
+    rj.add_argument("--warmup", type=int, default=2_000,
+                    help="sweeps discarded before the first kept draw (default 2000)")
+    rj.add_argument("--chains", type=int, default=4, help="independent chains (default 4)")
+    rj.add_argument("--thin", type=int, default=1, help="keep every THIN-th sweep (default 1)")
+    rj.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    rj.add_argument("--prior-k", default="uniform", choices=["uniform", "poisson"],
+                    help="prior of K on 1..MAX_CLASSES: uniform (default) or poisson "
+                         "(Poisson(1) truncated, proportional to 1/K!)")
+    rj.add_argument("--prior", type=float, default=None,
+                    help="Dirichlet pseudo-count of the class weights and item tables "
+                         "(default 1)")
+    rj.add_argument("--relabel", default="stephens", choices=list(RELABEL_METHODS),
+                    help="relabelling before the diagnostics (default stephens)")
+    rj.add_argument("--max-categories", type=int, default=DEFAULT_MAX_CATEGORIES,
+                    help="refuse columns with more distinct values (default 50)")
+    rj.add_argument("--report", help="write the diagnostics as a self-contained HTML file here")
+    rj.add_argument("--markdown", help="write the diagnostics as Markdown here (PNG figures "
+                                       "beside it)")
+    rj.add_argument("--json", action="store_true", help="print one JSON object")
 
     demo = sub.add_parser(
         "demo", help="simulate a 3-class data set, compare 1-5 classes, write reports",
@@ -274,6 +328,99 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def rjmcmc_summary(idata, diag: Diagnostics, data: Dataset) -> dict:
+    """The JSON object of ``lcbayes rjmcmc`` (module docstring) from the reversible jump draws
+    ``idata``, their diagnostics ``diag`` and the data; ``seconds`` is added by the caller.
+    NaN becomes ``None``; keys of ``posterior_k`` and ``prior_k`` are strings."""
+    attrs = idata.posterior.attrs
+    table = diag.to_dict()
+    stats = idata.sample_stats
+    proposed = stats["proposed"].sum(("chain", "draw")).values
+    k_row = diag.table.loc["k"] if "k" in diag.table.index else None
+    return _json_value({
+        "n_rows": data.n_rows, "n_patterns": data.n_patterns, "columns": list(data.columns),
+        "max_classes": attrs["max_classes"], "draws": attrs["draws"],
+        "warmup": attrs["warmup"], "chains": attrs["chains"], "thin": attrs["thin"],
+        "seed": attrs["seed"],
+        "prior_k": json.loads(attrs["prior_k_json"]),
+        "posterior_k": {str(k): p for k, p in posterior_k(idata).items()},
+        "modal_k": diag.k,
+        "acceptance": json.loads(attrs["acceptance_json"]),
+        "proposed": {move: int(n) for move, n in zip(MOVES, proposed, strict=True)},
+        "k_diagnostics": {c: (k_row[c] if k_row is not None else None)
+                          for c in ("r_hat", "ess_bulk", "ess_tail")},
+        "relabelling": table["relabelling"],
+        "diagnostics": {key: table[key] for key in (
+            "k", "chains", "draws", "rhat_threshold", "max_rhat", "min_ess_bulk", "flagged",
+            "summary")},
+        "sampler_seconds": attrs["seconds"],
+    })
+
+
+def _rjmcmc_text(out: dict, diag: Diagnostics, path: str) -> str:
+    """The plain output of ``lcbayes rjmcmc``: settings, posterior of K, moves, diagnostics."""
+    lines = [
+        f"Reversible-jump MCMC over the number of latent classes: {path}",
+        f"{out['n_rows']} rows ({out['n_patterns']} patterns), {len(out['columns'])} items; "
+        f"K = 1..{out['max_classes']}; seed {out['seed']}",
+        f"{out['chains']} chains x {out['draws']} draws after {out['warmup']} warm-up sweeps "
+        f"(thin {out['thin']}); {out['sampler_seconds']:.1f} s sampling (compiling included)",
+        "",
+        "Posterior of the number of classes K:",
+        "   K  prior    p(K | y)",
+    ]
+    for k, p in out["posterior_k"].items():
+        bar = "#" * round(40 * p)
+        lines.append(f"{k:>4}  {out['prior_k'][k]:.3f}  {p:8.4f}  {bar}".rstrip())
+    lines += ["", "Acceptance rates per move type (accepted / proposed):"]
+    for move in MOVES:
+        rate = out["acceptance"][move]
+        text = "never proposed" if rate is None else f"{rate:.4f}"
+        lines.append(f"  {move:<6} {text} of {out['proposed'][move]}")
+    k_diag = out["k_diagnostics"]
+    if k_diag["ess_bulk"] is not None:
+        rhat = "n/a" if k_diag["r_hat"] is None else f"{k_diag['r_hat']:.3f}"
+        lines.append(f"trace of k: R-hat {rhat}, bulk ESS {k_diag['ess_bulk']:.0f}, "
+                     f"tail ESS {k_diag['ess_tail']:.0f}")
+    # the diagnostics' own summary, less its posterior of K (printed above)
+    lines += ["", *(line for line in diag.summary().splitlines()
+                    if not line.startswith("posterior of K:"))]
+    return "\n".join(lines)
+
+
+def _rjmcmc(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    _check_output(args.report, "--report")
+    _check_output(args.markdown, "--markdown")
+    if args.prior is not None and not (np.isfinite(args.prior) and args.prior > 0):
+        raise _UsageError(f"--prior must be a positive number, got {args.prior}")
+    columns = None
+    if args.columns is not None:
+        columns = [c.strip() for c in args.columns.split(",") if c.strip()]
+    data = Dataset.from_csv(args.data, columns=columns, max_categories=args.max_categories)
+    idata = rjmcmc(data, max_classes=args.max_classes, draws=args.draws, warmup=args.warmup,
+                   chains=args.chains, prior_k=args.prior_k, seed=args.seed,
+                   prior="dirichlet" if args.prior is None else args.prior, thin=args.thin)
+    diag = diagnostics(idata, relabel_method=args.relabel)
+    try:
+        if args.report is not None:
+            diag.to_html(args.report)
+        if args.markdown is not None:
+            diag.to_markdown(args.markdown)
+    except OSError as exc:
+        raise _UsageError(f"cannot write the report: {exc}") from None
+    out = rjmcmc_summary(idata, diag, data)
+    out["seconds"] = time.perf_counter() - start
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(_rjmcmc_text(out, diag, args.data))
+        for path in (args.report, args.markdown):
+            if path is not None:
+                print(f"wrote {path}")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -364,7 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            status = {"fit": _fit, "compare": _compare, "demo": _demo}[args.command](args)
+            status = {"fit": _fit, "compare": _compare, "rjmcmc": _rjmcmc,
+                      "demo": _demo}[args.command](args)
         except LcbayesError as exc:
             print(f"lcbayes: error: {exc}", file=sys.stderr)
             status = 2

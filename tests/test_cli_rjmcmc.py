@@ -1,0 +1,186 @@
+"""The ``lcbayes rjmcmc`` command: JSON contract, plain output, report, errors, reproducibility.
+
+Every successful run uses the same data shape, chain count, number of draws and class limit,
+so the sampler compiles once for the whole file (seeds and warm-up are traced arguments).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import numpy as np
+import pytest
+
+from lcbayes.cli import main
+
+#: Settings shared by every successful run (one compiled sampler).
+SETTINGS = ("--max-classes", "4", "--draws", "150", "--warmup", "50", "--chains", "2")
+#: Sweeps per chain: the warm-up plus one per kept draw (thin 1).
+SWEEPS = 50 + 150
+MOVES = ("split", "merge", "birth", "death")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cache_dir(tmp_path_factory):
+    """Compiled programs go to this session's temporary folder, not the user's cache
+    (module scope: set before the module-scoped run below)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LCBAYES_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "jax-cache"))
+        yield
+
+
+@pytest.fixture(scope="module")
+def two_class_csv(tmp_path_factory):
+    """120 rows of four yes/no items from two well-separated classes (0.85 vs 0.15)."""
+    rng = np.random.default_rng(7)
+    first = rng.random(120) < 0.5
+    codes = rng.random((120, 4)) < np.where(first[:, None], 0.85, 0.15)
+    path = tmp_path_factory.mktemp("rjmcmc") / "two_classes.csv"
+    rows = [",".join("yes" if v else "no" for v in row) for row in codes]
+    path.write_text("a,b,c,d\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def _run(capsys, *argv):
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture(scope="module")
+def json_run(two_class_csv):
+    """One ``--json`` run (module scope, so stdout is captured by hand): (status, stdout)."""
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
+        status = main(["rjmcmc", str(two_class_csv), *SETTINGS, "--seed", "3", "--json"])
+    return status, stdout.getvalue()
+
+
+def test_json_is_one_object_with_the_documented_fields(json_run):
+    status, out = json_run
+    assert status == 0
+    assert out.count("\n") == 1  # one JSON object on one line, nothing else on stdout
+    result = json.loads(out)
+    assert {"posterior_k", "prior_k", "modal_k", "acceptance", "proposed", "k_diagnostics",
+            "diagnostics", "relabelling", "seconds", "sampler_seconds", "n_rows", "n_patterns",
+            "columns", "seed", "draws", "warmup", "chains", "thin", "max_classes"} <= set(result)
+    assert (result["n_rows"], result["seed"], result["draws"], result["warmup"],
+            result["chains"], result["thin"], result["max_classes"]) == (120, 3, 150, 50, 2, 1, 4)
+    assert result["columns"] == ["a", "b", "c", "d"] and result["n_patterns"] <= 16
+    assert result["seconds"] >= result["sampler_seconds"] > 0
+
+
+def test_posterior_of_k_is_a_distribution_whose_mode_is_diagnosed(json_run):
+    result = json.loads(json_run[1])
+    post = result["posterior_k"]
+    assert list(post) == ["1", "2", "3", "4"]  # JSON object keys are strings
+    assert sum(post.values()) == pytest.approx(1.0)
+    assert all(0.0 <= p <= 1.0 for p in post.values())
+    # every share is a count of the 2 x 150 kept draws
+    assert all(p * 300 == pytest.approx(round(p * 300)) for p in post.values())
+    assert result["prior_k"] == pytest.approx({k: 0.25 for k in post})
+    modal = int(max(post, key=post.get))
+    assert result["modal_k"] == modal == result["diagnostics"]["k"]
+    assert result["relabelling"]["k"] == modal
+    assert len(result["relabelling"]["class_weights"]) == modal
+    assert sum(result["relabelling"]["class_weights"]) == pytest.approx(1.0)
+    # two well-separated classes: the sampler puts most of its mass on K = 2
+    assert post["2"] > 0.5 and post["1"] < 0.05
+
+
+def test_acceptance_rates_are_accepted_over_proposed_moves(json_run):
+    result = json.loads(json_run[1])
+    proposed, rates = result["proposed"], result["acceptance"]
+    assert set(proposed) == set(rates) == set(MOVES)
+    # each sweep proposes one of split/merge and one of birth/death, in every chain
+    assert proposed["split"] + proposed["merge"] == 2 * SWEEPS
+    assert proposed["birth"] + proposed["death"] == 2 * SWEEPS
+    for move in MOVES:
+        rate = rates[move]
+        assert (rate is None) == (proposed[move] == 0)
+        if rate is not None:
+            assert 0.0 <= rate <= 1.0
+            assert rate * proposed[move] == pytest.approx(round(rate * proposed[move]))
+
+
+def test_rhat_and_ess_summary_after_relabelling(json_run):
+    result = json.loads(json_run[1])
+    diag = result["diagnostics"]
+    table = diag["summary"]
+    modal = result["modal_k"]
+    assert "k" in table and f"class_weights[{modal - 1}]" in table
+    assert "theta_a[0, yes]" in table
+    rhats = [row["r_hat"] for name, row in table.items() if row["r_hat"] is not None]
+    assert diag["max_rhat"] == pytest.approx(max(rhats))
+    assert diag["min_ess_bulk"] == pytest.approx(min(row["ess_bulk"] for row in table.values()
+                                                     if row["ess_bulk"] is not None))
+    assert set(diag["flagged"]) == {name for name, row in table.items()
+                                    if row["r_hat"] is not None
+                                    and row["r_hat"] > diag["rhat_threshold"]}
+    assert result["k_diagnostics"] == pytest.approx(
+        {c: table["k"][c] for c in ("r_hat", "ess_bulk", "ess_tail")})
+
+
+def test_same_seed_same_output(capsys, two_class_csv, json_run):
+    args = ("rjmcmc", str(two_class_csv), *SETTINGS, "--seed", "3", "--json")
+    status, out, _ = _run(capsys, *args)
+    assert status == 0
+    first, second = json.loads(json_run[1]), json.loads(out)
+    for result in (first, second):
+        for key in ("seconds", "sampler_seconds"):
+            result.pop(key)
+        result["relabelling"].pop("seconds")
+    assert first == second
+    other = json.loads(_run(capsys, *args[:-3], "--seed", "4", "--json")[1])
+    assert other["proposed"] != second["proposed"] or other["posterior_k"] != second[
+        "posterior_k"]
+
+
+def test_plain_output_and_reports(capsys, two_class_csv, tmp_path):
+    report, md = tmp_path / "sub" / "rj.html", tmp_path / "rj.md"
+    status, out, _ = _run(capsys, "rjmcmc", str(two_class_csv), *SETTINGS, "--columns",
+                          "a,b,c,d", "--relabel", "ecr", "--report", str(report),
+                          "--markdown", str(md))
+    assert status == 0 and not out.lstrip().startswith("{")
+    assert "Posterior of the number of classes K:" in out
+    for move in MOVES:
+        assert f"  {move} " in out
+    assert "trace of k: R-hat" in out and "relabelled by ecr" in out
+    assert "ess_bulk" in out and "r_hat" in out
+    assert f"wrote {report}" in out and f"wrote {md}" in out
+    # the HTML report is one self-contained file: figures embedded, nothing linked
+    text = report.read_text()
+    assert text.startswith("<!DOCTYPE html>")
+    assert "Posterior of the number of classes" in text and "relabelled by ecr" in text
+    assert text.count("data:image/png;base64,") >= 3
+    assert "src=\"http" not in text and "<link" not in text
+    assert "### Posterior of the number of classes" in md.read_text()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--max-classes", "1"], "max_classes"),
+        (["--draws", "0"], "draws"),
+        (["--chains", "0"], "chains"),
+        (["--columns", "a,z"], "unknown column"),
+        (["--prior", "-1"], "--prior"),
+    ],
+)
+def test_bad_input_is_one_line_and_status_two(capsys, two_class_csv, argv, message):
+    status, out, err = _run(capsys, "rjmcmc", str(two_class_csv), *argv)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+
+
+def test_report_path_that_is_a_folder_exits_two_before_sampling(capsys, two_class_csv,
+                                                               tmp_path):
+    status, out, err = _run(capsys, "rjmcmc", str(two_class_csv), "--report", str(tmp_path))
+    assert status == 2 and out == "" and "is a folder" in err and err.count("\n") == 1
+
+
+def test_missing_file_exits_two(capsys, tmp_path):
+    status, out, err = _run(capsys, "rjmcmc", str(tmp_path / "absent.csv"))
+    assert status == 2 and out == "" and "no such file" in err and err.count("\n") == 1
