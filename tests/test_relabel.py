@@ -228,3 +228,72 @@ def test_a_pivot_method_needs_log_joint_but_the_constraint_does_not(random_switc
         relabel(idata, "stephens")
     assert relabel(idata, "constraint").permutations.shape == (4, 250, 3)
 
+
+
+# ------------------------------------------------------------- real sampler output, end to end
+@pytest.fixture(scope="module")
+def gibbs_run():
+    """``lcb.gibbs`` on 500 rows simulated from the well-separated truth: 4 short chains, each
+    from its own random start, so the chains hold the classes under different labels."""
+    import lcbayes as lcb
+    from lcbayes.gibbs import gibbs
+
+    try:  # tests/ as a package
+        from .switched_posterior import LABELS, simulate
+    except ImportError:  # tests/ on sys.path
+        from switched_posterior import LABELS, simulate
+
+    y = simulate(np.random.default_rng(11))
+    data = lcb.Dataset.from_codes(y, columns=ITEMS, labels=[LABELS[c] for c in ITEMS])
+    return gibbs(lcb.latent_class(data, 3), data, draws=150, warmup=100, chains=4, seed=3)
+
+
+def _labelling_against_truth(idata) -> np.ndarray:
+    """Per draw, the permutation ``tau`` with ``stored[j] ~ true[tau[j]]`` (Hungarian match of the
+    item tables to the true ones): identity means the draw carries the true labels."""
+    from scipy.optimize import linear_sum_assignment
+
+    try:  # tests/ as a package
+        from .switched_posterior import THETAS
+    except ImportError:  # tests/ on sys.path
+        from switched_posterior import THETAS
+
+    post = idata.posterior
+    stored = np.concatenate([post[f"theta_{c}"].values for c in ITEMS], axis=-1)  # (C, D, K, L)
+    truth = np.concatenate([np.asarray(THETAS[c]) for c in ITEMS], axis=-1)        # (K, L)
+    cost = ((stored[..., :, None, :] - truth[None, None, None, :, :]) ** 2).sum(-1)
+    out = np.empty(stored.shape[:3], dtype=int)
+    for c in range(stored.shape[0]):
+        for d in range(stored.shape[1]):
+            out[c, d] = linear_sum_assignment(cost[c, d])[1]
+    return out
+
+
+def test_gibbs_chains_disagree_on_labels_before_relabelling(gibbs_run):
+    tau = _labelling_against_truth(gibbs_run)
+    per_chain = {tuple(tau[c, 0]) for c in range(tau.shape[0])}
+    assert len(per_chain) > 1, "all chains started under one labelling: the test shows nothing"
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_relabels_real_gibbs_output_consistently(gibbs_run, method):
+    """After relabelling, > 99% of the draws of all chains carry one common labelling (the
+    same permutation of the true classes), and the relabelled class means lie near the truth
+    under that labelling."""
+    try:  # tests/ as a package
+        from .switched_posterior import THETAS, WEIGHTS
+    except ImportError:  # tests/ on sys.path
+        from switched_posterior import THETAS, WEIGHTS
+
+    res = relabel(gibbs_run, method)
+    tau = _labelling_against_truth(res.idata).reshape(-1, 3)
+    labellings, counts = np.unique(tau, axis=0, return_counts=True)
+    common = labellings[np.argmax(counts)]
+    assert counts.max() / len(tau) > 0.99, dict(zip(map(tuple, labellings), counts, strict=True))
+    weights = res.idata.posterior["class_weights"].values.mean(axis=(0, 1))
+    np.testing.assert_allclose(weights, WEIGHTS[common], atol=0.06)
+    for c in ITEMS:
+        mean = res.idata.posterior[f"theta_{c}"].values.mean(axis=(0, 1))
+        np.testing.assert_allclose(mean, np.asarray(THETAS[c])[common], atol=0.1)
+    if method == "constraint":  # decreasing weights: the true order, as the truth's are sorted
+        assert np.array_equal(common, np.argsort(-WEIGHTS))
