@@ -64,10 +64,25 @@ def test_notebook_is_saved_without_outputs(path: Path):
                        "saving (e.g. jupyter nbconvert --clear-output --inplace)")
 
 
+#: Notebook -> the test file that executes it; each runs in its own file so that pytest-xdist
+#: (``--dist loadfile``) can run the two long notebooks on different workers.
+EXECUTED_BY = {"01_how_many_classes.ipynb": "test_notebooks.py",
+               "02_posterior_over_classes.ipynb": "test_notebook_02.py"}
+
+
+def test_every_notebook_is_executed_by_a_test():
+    assert sorted(p.name for p in NOTEBOOKS) == sorted(EXECUTED_BY), (
+        "add the new notebook to EXECUTED_BY and give it a test that runs it")
+
+
 @needs_data
 @needs_kernel
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs(path: Path, monkeypatch, tmp_path):
+def test_notebook_01_runs(monkeypatch, tmp_path):
+    run_notebook(NOTEBOOK_DIR / "01_how_many_classes.ipynb", monkeypatch, tmp_path)
+
+
+def run_notebook(path: Path, monkeypatch, tmp_path) -> None:
+    """Execute ``path`` top to bottom in a fresh kernel; fail on any error."""
     # Reports go to a temporary folder, never into the repository.
     monkeypatch.delenv("LCBAYES_REPORT_DIR", raising=False)
     monkeypatch.setenv("TMPDIR", str(tmp_path))

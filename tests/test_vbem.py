@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -137,6 +138,10 @@ def _pattern_entropy(structure, params, data, p):
     return float(-(joint[joint > 0] * np.log(joint[joint > 0])).sum())
 
 
+#: One compiled program per structure for the brute-force loops below (one pattern at a time).
+_log_marginal = jax.jit(log_marginal, static_argnums=0)
+
+
 def _joint_free_posterior(structure, params, data, p):
     """``p(free | y_p)`` over every joint value of the free variables: hidden nodes are clamped
     by zeroing the other states of their CPTs, missing observed parents by filling the value
@@ -158,7 +163,7 @@ def _joint_free_posterior(structure, params, data, p):
                 filled[column[i]] = value
         with np.errstate(divide="ignore"):
             log_tables = tuple(jnp.log(t) for t in to_tables(structure, clamped))
-        logs.append(float(log_marginal(structure, log_tables, jnp.asarray(filled[None, :]))[0]))
+        logs.append(float(_log_marginal(structure, log_tables, jnp.asarray(filled[None, :]))[0]))
     logs = np.array(logs)
     return np.exp(logs - np.logaddexp.reduce(logs))
 
