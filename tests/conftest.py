@@ -23,3 +23,12 @@ def shared_csv(name: str) -> Path:
 def carcinoma() -> lcb.Dataset:
     """Agresti's carcinoma ratings: 118 slides x 7 pathologists, coded 1/2."""
     return lcb.Dataset.from_csv(shared_csv("carcinoma.csv"))
+
+
+#: Test files that run a whole notebook (minutes each): collected first, so that pytest-xdist
+#: (``--dist loadfile``) starts them at once on different workers rather than last.
+LONG_FILES = ("test_notebooks.py", "test_notebook_02.py")
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: item.path.name not in LONG_FILES)  # stable: order kept otherwise
