@@ -112,14 +112,6 @@ def _starts(structure: Structure, patterns, weights, keys):
 _TINY = 1e-300  # floor for logs of probabilities in the extrapolation (exact zeros allowed)
 
 
-def _row_softmax(u: jax.Array, rows: jax.Array, n_rows: int) -> jax.Array:
-    """Log tables (flat; ``rows`` numbers the CPT row of every entry) back to CPTs: SQUAREM
-    extrapolates in the log basis and renormalises row by row, so every point is a valid CPT."""
-    u = u - jax.ops.segment_max(u, rows, num_segments=n_rows)[rows]
-    e = jnp.exp(u)
-    return e / jax.ops.segment_sum(e, rows, num_segments=n_rows)[rows]
-
-
 @partial(jax.jit, static_argnames=("structure", "max_iter", "shift", "batch_size",
                                    "accelerate", "complete"))
 def _fit(structure: Structure, patterns, weights, alphas, tol_total, starts, limit,
@@ -140,8 +132,6 @@ def _fit(structure: Structure, patterns, weights, alphas, tol_total, starts, lim
     iterations' E steps; the final log-likelihoods use the unfolded evidence."""
     evidence = prepare(structure, patterns, complete)
     shapes = structure.table_shapes
-    rows = flat.entry_rows(shapes)
-    n_rows = int(rows[-1]) + 1
     entry_weights = squarem.entry_weights(row_weights, shapes)
     prior = None if alphas is None else flat.flatten(alphas) + shift  # lambda - 1 + b
     pooled = None if pooling is None else flat.row_matrix(pooling, shapes)
@@ -160,8 +150,8 @@ def _fit(structure: Structure, patterns, weights, alphas, tol_total, starts, lim
     def run(tables):
         x, history, n_iter, done = squarem.iterate(
             step, flat.flatten(tables), lambda t: jnp.log(jnp.maximum(t, _TINY)),
-            lambda u: _row_softmax(u, rows, n_rows), tol_total, limit, max_iter, accelerate,
-            entry_weights)
+            lambda u: jnp.exp(flat.log_normalise(u, shapes)), tol_total, limit, max_iter,
+            accelerate, entry_weights)
         log_marg = log_marginal(structure, _log(flat.unflatten(x, shapes)),
                                 prepare(structure, patterns))
         return _Runs(flat.unflatten(x, shapes), history, n_iter, done, weights @ log_marg,
