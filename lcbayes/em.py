@@ -157,7 +157,7 @@ def _fit(structure: Structure, patterns, weights, alphas, tol_total, starts, lim
         return _Runs(flat.unflatten(x, shapes), history, n_iter, done, weights @ log_marg,
                      objective(x, log_marg))
 
-    return jax.lax.map(run, starts, batch_size=batch_size)
+    return squarem.map_restarts(run, starts, batch_size)
 
 
 fit_tied = _fit  # the jitted core, for callers that tie rows (see its docstring)

@@ -24,7 +24,8 @@ import jax.numpy as jnp
 
 from .inference.flat import flatten, unflatten
 
-__all__ = ["MAX_STEP", "entry_weights", "extrapolate", "flatten", "iterate", "unflatten"]
+__all__ = ["MAX_STEP", "entry_weights", "extrapolate", "flatten", "iterate", "map_restarts",
+           "unflatten"]
 
 #: Largest step length ``|a|``; the monotone safeguard rejects bad extrapolations.
 MAX_STEP = 64.0
@@ -101,3 +102,10 @@ def iterate(step: Callable, x0: jax.Array, to_free: Callable, from_free: Callabl
              jnp.array(0), jnp.array(0), jnp.array(False))
     x, *_, history, _, n_iter, _, done = jax.lax.while_loop(cond, body, start)
     return x, history, n_iter, done
+
+
+def map_restarts(run: Callable, items, batch_size: int):
+    """``run`` over the leading axis of ``items``, ``batch_size`` at a time side by side
+    (``vmap``), the batches one after another. A batch of one is not vmapped at all: under
+    ``vmap`` a ``lax.cond`` in the E step would evaluate both of its branches."""
+    return jax.lax.map(run, items, batch_size=None if batch_size == 1 else batch_size)

@@ -183,7 +183,7 @@ def _fit(structure: Structure, patterns, weights, priors, pooling, row_weights, 
         return _Runs(alphas, history, n_iter, done, final)
 
     items = keys if start_tables is None else start_tables
-    return jax.lax.map(run, items, batch_size=batch_size)
+    return squarem.map_restarts(run, items, batch_size)
 
 
 #: The jitted core, for callers that tie CPT rows (one shape for many structures, e.g.

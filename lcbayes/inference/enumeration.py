@@ -16,7 +16,10 @@ observed leaf with a missing value contributes no count (its factor was summed o
 
 The leaf sum is one matrix product ``Y M^T`` of the ``(P, R)`` one-hot data with the ``(S, R)``
 log CPT entries of every joint state, and the leaf counts are ``(w q)^T Y``: ``O(P S R)`` work
-in two dense products per step, every shape static.
+in two dense products per step, every shape static. From ``CODED_MIN_PATTERNS`` patterns on,
+``Y`` is kept as block codes (:mod:`.coded`): both products become gathers and segment sums of
+small per-block tables, and :func:`flat_e_step` forms the joint in probability space with
+``exp`` on those tables only, falling back to log space if a product underflows.
 
 Folding (``prepare(..., complete=...)``): a leaf observed in every pattern needs no column for
 its first category, since ``ln theta[., y] = ln theta[., 0] + sum_{c >= 1} [y = c]
@@ -29,6 +32,7 @@ probability rules out gets ``exp(FOLD_FLOOR)``, which underflows to 0 beside any
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -38,8 +42,9 @@ import numpy as np
 from jax.scipy.special import xlogy
 
 from ..structure import Structure
-from . import flat
+from . import coded, flat
 from .estep import (
+    LOG_ZERO_THRESHOLD,
     EStep,
     Evidence,
     finite_log,
@@ -47,12 +52,16 @@ from .estep import (
     one_hot_columns,
 )
 
-__all__ = ["FOLD_FLOOR", "e_step", "flat_e_step", "flat_index", "flat_log_joint", "joint_plan",
-           "leaf_counts", "leaf_log_joint", "log_marginal", "prepare", "state_counts",
-           "state_log_prior"]
+__all__ = ["CODED_MIN_PATTERNS", "FOLD_FLOOR", "e_step", "flat_e_step", "flat_index",
+           "flat_log_joint", "joint_plan", "leaf_counts", "leaf_log_joint", "log_marginal",
+           "one_hot_dot", "one_hot_tdot", "prepare", "state_counts", "state_log_prior"]
 
 #: Floor of ``ln theta[., 0]`` for folded leaves (module docstring); ``exp`` of it is 0.
 FOLD_FLOOR = -1000.0
+
+#: From this many patterns on, :func:`prepare` stores the one-hot evidence as block codes
+#: (:mod:`.coded`), which keeps the two products per step off the memory bus.
+CODED_MIN_PATTERNS = 2048
 
 
 @dataclass(frozen=True)
@@ -118,10 +127,17 @@ def prepare(structure: Structure, patterns: jax.Array, complete: tuple[int, ...]
     plan = joint_plan(structure)
     folded = tuple(i for i in plan.leaves
                    if plan.column[i] in complete and structure.cardinalities[i] > 1)
-    blocks = [one_hot_columns(patterns, [plan.column[i]], [structure.cardinalities[i]])
-              for i in plan.leaves]
-    blocks = [b[:, 1:] if i in folded else b for i, b in zip(plan.leaves, blocks, strict=True)]
-    one_hot = jnp.concatenate(blocks, axis=1) if blocks else jnp.zeros((patterns.shape[0], 0))
+    n_patterns = patterns.shape[0]
+    if n_patterns >= CODED_MIN_PATTERNS:
+        leaves = tuple(_coded_leaf(structure, plan, i, i in folded, plan.column[i] in complete)
+                       for i in plan.leaves)
+        one_hot = coded.encode(patterns, leaves, min(coded.BLOCK_SIZE, n_patterns))
+    else:
+        blocks = [one_hot_columns(patterns, [plan.column[i]], [structure.cardinalities[i]])
+                  for i in plan.leaves]
+        blocks = [b[:, 1:] if i in folded else b
+                  for i, b in zip(plan.leaves, blocks, strict=True)]
+        one_hot = jnp.concatenate(blocks, axis=1) if blocks else jnp.zeros((n_patterns, 0))
     observed_parents = [i for i in plan.enumerated if i in plan.column]
     if not observed_parents:
         return Evidence(one_hot, None, folded)
@@ -130,6 +146,28 @@ def prepare(structure: Structure, patterns: jax.Array, complete: tuple[int, ...]
         y = patterns[:, plan.column[i]][:, None]
         agree = agree & ((y < 0) | (y == plan.value[i][None, :]))
     return Evidence(one_hot, jnp.where(agree, 0.0, -jnp.inf), folded)
+
+
+def _coded_leaf(structure: Structure, plan: _Plan, i: int, folded: bool, complete: bool
+                ) -> coded.Leaf:
+    """Leaf ``i``'s levels and one-hot columns (:mod:`.coded`; same columns as the dense
+    one-hot: a folded leaf drops its first value, a leaf with missing values adds a zero row)."""
+    r = structure.cardinalities[i]
+    if folded:
+        return coded.Leaf(plan.column[i], (-1, *range(r - 1)), r - 1)
+    return coded.Leaf(plan.column[i], tuple(range(r)) + (() if complete else (-1,)), r)
+
+
+def one_hot_dot(one_hot, m: jax.Array) -> jax.Array:
+    """``Y @ m`` for the dense ``(P, R)`` one-hot or its :class:`~.coded.CodedOneHot` form."""
+    return one_hot.dot(m) if isinstance(one_hot, coded.CodedOneHot) else one_hot @ m
+
+
+def one_hot_tdot(one_hot, mass: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(mass.T @ Y, mass.sum(axis=0))`` for the dense ``(P, R)`` one-hot or its coded form."""
+    if isinstance(one_hot, coded.CodedOneHot):
+        return one_hot.tdot(mass)
+    return mass.T @ one_hot, mass.sum(axis=0)
 
 
 @dataclass(frozen=True)
@@ -170,13 +208,20 @@ def flat_index(structure: Structure, folded: tuple[int, ...] = ()) -> _FlatIndex
     return _FlatIndex(prior, as_matrix(leaf), as_matrix(base), fold)
 
 
+def _leaf_terms(structure: Structure, flat_log: jax.Array, folded: tuple[int, ...]
+                ) -> tuple[jax.Array, jax.Array]:
+    """``(b, M)``: the ``(S,)`` folded leaves' first-category terms (floored at
+    ``FOLD_FLOOR``) and the ``(S, R)`` log factors matching the one-hot columns."""
+    index = flat_index(structure, folded)
+    base = jnp.maximum(flat_log[index.base], FOLD_FLOOR)  # (S, F)
+    return base.sum(axis=1), finite_log(flat_log[index.leaf]) - base @ index.fold.T
+
+
 def leaf_log_joint(structure: Structure, flat_log: jax.Array, evidence: Evidence) -> jax.Array:
     """``(P, S)`` sum of the observed leaves' log factors, ``Y M^T + b`` (module docstring;
     ``b`` holds the folded leaves' first categories, floored at ``FOLD_FLOOR``)."""
-    index = flat_index(structure, evidence.folded)
-    base = jnp.maximum(flat_log[index.base], FOLD_FLOOR)  # (S, F)
-    per_state = finite_log(flat_log[index.leaf]) - base @ index.fold.T  # (S, R)
-    return base.sum(axis=1)[None, :] + evidence.one_hot @ per_state.T
+    base, per_state = _leaf_terms(structure, flat_log, evidence.folded)
+    return base[None, :] + one_hot_dot(evidence.one_hot, per_state.T)
 
 
 def state_log_prior(structure: Structure, flat_log: jax.Array) -> jax.Array:
@@ -184,15 +229,21 @@ def state_log_prior(structure: Structure, flat_log: jax.Array) -> jax.Array:
     return flat_log[flat_index(structure).prior].sum(axis=1)
 
 
+def _leaf_counts_and_mass(structure: Structure, mass: jax.Array, evidence: Evidence
+                          ) -> tuple[jax.Array, jax.Array]:
+    """:func:`leaf_counts` and the ``(S,)`` mass of every joint state."""
+    index = flat_index(structure, evidence.folded)
+    per_column, state_mass = one_hot_tdot(evidence.one_hot, mass)  # (S, R), (S,)
+    first = jnp.maximum(state_mass[:, None] - per_column @ index.fold, 0.0)  # (S, F)
+    n = flat.offsets(structure.table_shapes)[-1]
+    return jnp.zeros(n).at[index.leaf].add(per_column).at[index.base].add(first), state_mass
+
+
 def leaf_counts(structure: Structure, mass: jax.Array, evidence: Evidence) -> jax.Array:
     """Flat expected counts of the observed leaves under ``(P, S)`` pattern-state masses: the
     one-hot product ``mass^T Y`` (a folded leaf's first category is the state's mass less the
     other categories), scattered to each state's CPT row; other entries are 0."""
-    index = flat_index(structure, evidence.folded)
-    per_column = mass.T @ evidence.one_hot  # (S, R)
-    first = jnp.maximum(mass.sum(axis=0)[:, None] - per_column @ index.fold, 0.0)  # (S, F)
-    n = flat.offsets(structure.table_shapes)[-1]
-    return jnp.zeros(n).at[index.leaf].add(per_column).at[index.base].add(first)
+    return _leaf_counts_and_mass(structure, mass, evidence)[0]
 
 
 def state_counts(structure: Structure, state_mass: jax.Array) -> jax.Array:
@@ -213,14 +264,66 @@ def flat_log_joint(structure: Structure, flat_log: jax.Array, evidence: Evidence
     return jnp.broadcast_to(logj, (evidence.one_hot.shape[0], joint_plan(structure).n_states))
 
 
+def _counts(structure: Structure, mass: jax.Array, evidence: Evidence) -> jax.Array:
+    """Flat expected counts of every node under ``(P, S)`` pattern-state masses."""
+    leaves, state_mass = _leaf_counts_and_mass(structure, mass, evidence)
+    return state_counts(structure, state_mass) + leaves
+
+
 def flat_e_step(structure: Structure, flat_log: jax.Array, evidence: Evidence,
                 weights: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``(ln p(y_p) per pattern, flat expected counts)``: the part of :func:`e_step` that EM and
-    VBEM iterate, on flat tables (:mod:`.flat`)."""
+    VBEM iterate, on flat tables (:mod:`.flat`).
+
+    With coded evidence (:mod:`.coded`) the joint is formed in probability space, ``exp`` taken
+    on the code tables only (:func:`_coded_e_step`); otherwise in log space."""
+    if isinstance(evidence.one_hot, coded.CodedOneHot) and joint_plan(structure).leaves:
+        return _coded_e_step(structure, flat_log, evidence, weights)
+    return _log_space_e_step(structure, flat_log, evidence, weights)
+
+
+def _log_space_e_step(structure: Structure, flat_log: jax.Array, evidence: Evidence,
+                      weights: jax.Array) -> tuple[jax.Array, jax.Array]:
     log_marg, q = normalise_rows(flat_log_joint(structure, flat_log, evidence))
-    mass = weights[:, None] * q
-    return log_marg, (state_counts(structure, mass.sum(axis=0))
-                      + leaf_counts(structure, mass, evidence))
+    return log_marg, _counts(structure, weights[:, None] * q, evidence)
+
+
+#: Smallest per-pattern total of the scaled joint that :func:`_coded_e_step` trusts: above it,
+#: states that underflowed weigh less than ``1e-17`` of the total.
+_LINEAR_FLOOR = 1e-280
+
+
+def _coded_e_step(structure: Structure, flat_log: jax.Array, evidence: Evidence,
+                  weights: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """:func:`_probability_space_e_step`, redone in log space (``lax.cond``: the fallback
+    costs nothing when not taken) if it flagged a pattern."""
+    log_marg, counts = _probability_space_e_step(structure, flat_log, evidence, weights)
+    return jax.lax.cond(jnp.isnan(counts).any(),
+                        lambda: _log_space_e_step(structure, flat_log, evidence, weights),
+                        lambda: (log_marg, counts))
+
+
+def _probability_space_e_step(structure: Structure, flat_log: jax.Array, evidence: Evidence,
+                              weights: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """:func:`flat_e_step` in probability space on coded evidence. With ``a_e`` the state
+    terms (enumerated nodes' log CPT entries and folded leaves' first categories),
+    ``p(y_p, e) = exp(g_p) F_pe`` (:meth:`.coded.CodedOneHot.exp_dot` with offset ``a``), so
+    ``ln p(y_p) = ln sum_e F_pe + g_p`` and the posterior needs no ``exp`` per pattern.
+
+    Every factor lies in ``[0, 1]``; a product is exact unless it leaves the normal doubles,
+    which matters only if a pattern's total falls below ``_LINEAR_FLOOR`` (its blocks disagree
+    about the state by hundreds of nats) or every state is impossible. Such a pattern gets NaN
+    masses, so the counts hold NaN: the caller's one cheap test."""
+    base, per_state = _leaf_terms(structure, flat_log, evidence.folded)
+    joint, log_scale = evidence.one_hot.exp_dot(
+        per_state.T, finite_log(state_log_prior(structure, flat_log)) + base)
+    if evidence.log_consistency is not None:
+        joint = joint * jnp.exp(evidence.log_consistency)
+    total = functools.reduce(jnp.add, [joint[:, e] for e in range(joint.shape[1])])
+    trusted = (total >= _LINEAR_FLOOR) & (log_scale > LOG_ZERO_THRESHOLD)
+    log_marg = jnp.log(jnp.where(trusted, total, 1.0)) + log_scale
+    mass = joint * jnp.where(trusted, weights / total, jnp.nan)[:, None]
+    return log_marg, _counts(structure, mass, evidence)
 
 
 def _log_joint(structure: Structure, log_tables, evidence: Evidence, virtual_evidence=None):
@@ -248,8 +351,7 @@ def e_step(structure: Structure, log_tables, evidence: Evidence, weights: jax.Ar
     log_marg, q = normalise_rows(logj)
     mass = weights[:, None] * q
     shapes = structure.table_shapes
-    counts = flat.unflatten(state_counts(structure, mass.sum(axis=0))
-                            + leaf_counts(structure, mass, evidence), shapes)
+    counts = flat.unflatten(_counts(structure, mass, evidence), shapes)
     hidden_marginals = tuple(q @ plan.hidden_onehot[h] for h in structure.hidden_nodes)
     q_hidden = q if plan.hidden_state_onehot is None else q @ plan.hidden_state_onehot
     entropy = -xlogy(q_hidden, q_hidden).sum(axis=1)

@@ -9,13 +9,13 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-__all__ = ["EStep", "Evidence", "finite_log", "normalise_rows", "one_hot_columns",
-           "restore_minus_inf", "safe_normaliser"]
+__all__ = ["LOG_ZERO_THRESHOLD", "EStep", "Evidence", "finite_log", "normalise_rows",
+           "one_hot_columns", "restore_minus_inf", "safe_normaliser"]
 
 #: Stand-in for ``ln 0`` inside matrix products: ``0 * -inf`` would be NaN, ``0 * -1e280`` is 0,
 #: and a sum of a few thousand such entries stays finite and far below any real log probability.
 _LOG_ZERO = -1e280
-_LOG_ZERO_THRESHOLD = -1e270
+LOG_ZERO_THRESHOLD = -1e270
 
 
 @partial(jax.tree_util.register_dataclass, data_fields=["one_hot", "log_consistency"],
@@ -26,7 +26,8 @@ class Evidence:
 
     Attributes:
         one_hot: ``(P, R)`` one-hot codes of the observed leaf values (all zeros where a value is
-            missing), columns grouped as the route needs them.
+            missing), columns grouped as the route needs them; on the enumeration route with
+            many patterns, the same matrix as block codes (:class:`.coded.CodedOneHot`).
         log_consistency: ``(P, S)`` 0 / ``-inf`` agreement of each joint enumerated state with
             the observed values of observed parent nodes (enumeration route), else ``None``.
         folded: leaves (node indices) observed in every pattern whose first category's column
@@ -79,7 +80,7 @@ def finite_log(log_table: jax.Array) -> jax.Array:
 
 def restore_minus_inf(values: jax.Array) -> jax.Array:
     """Undo :func:`finite_log` after a product: any sum that picked a zero becomes ``-inf``."""
-    return jnp.where(values < _LOG_ZERO_THRESHOLD, -jnp.inf, values)
+    return jnp.where(values < LOG_ZERO_THRESHOLD, -jnp.inf, values)
 
 
 def safe_normaliser(log_marg: jax.Array) -> jax.Array:
@@ -95,7 +96,7 @@ def normalise_rows(log_joint: jax.Array) -> tuple[jax.Array, jax.Array]:
     One ``exp`` pass serves both the log normaliser and the posterior. A row with no possible
     state has log normaliser ``-inf`` and posterior zeros (no NaN)."""
     top = jax.lax.stop_gradient(log_joint.max(axis=1))
-    shift = jnp.where(top > _LOG_ZERO_THRESHOLD, top, 0.0)
+    shift = jnp.where(top > LOG_ZERO_THRESHOLD, top, 0.0)
     scaled = jnp.exp(log_joint - shift[:, None])
     total = scaled.sum(axis=1)
     possible = total > 0
