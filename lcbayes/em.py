@@ -144,7 +144,8 @@ def _fit(structure: Structure, patterns, weights, alphas, tol_total, starts, lim
                                      else entry_weights * terms).sum()
 
     def step(x):
-        log_marg, counts = flat_e_step(structure, jnp.log(x), evidence, weights)
+        log_marg, counts = flat_e_step(structure, jnp.log(x), evidence, weights,
+                                       vmapped=batch_size > 1)
         return objective(x, log_marg), _m_step(counts, prior, shapes, pooled)
 
     def run(tables):
@@ -167,8 +168,9 @@ def _run_restarts(structure, patterns, weights, alphas, tol_total, starts, max_i
                   shift: float, batch_size: int, keep: int | None, burn_in: int,
                   accelerate: bool):
     """All restarts to convergence, or (``keep``) a two-stage run: every start for ``burn_in``
-    iterations side by side, then only the ``keep`` best continue (Mplus' initial and final
-    stage; Chickering & Heckerman's multiple-restart EM as used by Karčiauskas §3.3).
+    iterations, then only the ``keep`` best continue (Mplus' initial and final stage;
+    Chickering & Heckerman's multiple-restart EM as used by Karčiauskas §3.3). Both stages run
+    ``batch_size`` restarts side by side and share one compiled program.
 
     Returns the NumPy outcome of every restart and which restarts reached the final stage."""
     n = starts[0].shape[0]
@@ -178,7 +180,8 @@ def _run_restarts(structure, patterns, weights, alphas, tol_total, starts, max_i
         runs = _fit(*args, starts, max_iter, max_iter, shift, batch_size, accelerate, **fold)
         return jax.tree_util.tree_map(np.asarray, runs), np.ones(n, dtype=bool)
     first = jax.tree_util.tree_map(
-        np.asarray, _fit(*args, starts, burn_in, max_iter, shift, n, accelerate, **fold)
+        np.asarray, _fit(*args, starts, burn_in, max_iter, shift, batch_size, accelerate,
+                         **fold)
     )
     chosen = np.sort(np.argsort(-np.nan_to_num(first.objective, nan=-np.inf),
                                 kind="stable")[:keep])
@@ -390,10 +393,12 @@ def em(
             pseudo-counts >= 1); ignored for maximum likelihood.
         batch_size: restarts run side by side (``vmap``); the rest run one batch after another,
             each restart stopping on its own. Default: all of them on a GPU/TPU, one at a time
-            on a CPU, where batching gains little and every restart would run as long as the
-            slowest. Results do not depend on it.
-        keep: if given, a two-stage run: all ``restarts`` starts run ``burn_in`` iterations
-            side by side, then only the ``keep`` best continue to convergence (like Mplus'
+            on a CPU, where batching gains little, every restart would run as long as the
+            slowest, and (many patterns) the E step's rarely needed log-space fallback
+            (:mod:`lcbayes.inference.coded`) would be computed at every step. Results do not
+            depend on it.
+        keep: if given, a two-stage run: all ``restarts`` starts run ``burn_in`` iterations,
+            then only the ``keep`` best continue to convergence (like Mplus'
             ``STARTS = restarts keep``). Much faster when some starts stall near saddle points;
             ``None`` (default) runs every restart to convergence.
         burn_in: iterations of the first stage when ``keep`` is given.

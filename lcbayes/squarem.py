@@ -106,6 +106,6 @@ def iterate(step: Callable, x0: jax.Array, to_free: Callable, from_free: Callabl
 
 def map_restarts(run: Callable, items, batch_size: int):
     """``run`` over the leading axis of ``items``, ``batch_size`` at a time side by side
-    (``vmap``), the batches one after another. A batch of one is not vmapped at all: under
-    ``vmap`` a ``lax.cond`` in the E step would evaluate both of its branches."""
+    (``vmap``), the batches one after another. A batch of one is not vmapped at all, so that
+    the E step's ``lax.cond`` stays a branch (under ``vmap`` it evaluates both sides)."""
     return jax.lax.map(run, items, batch_size=None if batch_size == 1 else batch_size)

@@ -165,7 +165,7 @@ def _fit(structure: Structure, patterns, weights, priors, pooling, row_weights, 
 
     def step(x):  # _bound and _vbm on the flat Dirichlet parameters (fewer operations)
         log_marg, counts = flat_e_step(structure, expected_log_theta_flat(x, shapes), evidence,
-                                       weights)
+                                       weights, vmapped=batch_size > 1)
         value = weights @ log_marg - kl_divergence_flat(x, prior_flat, shapes, row_w)
         return value, prior_flat + (counts if pooled is None else pooled @ counts)
 

@@ -177,8 +177,9 @@ def test_underflowing_product_falls_back_to_log_space(coded_evidence):
 
 
 def test_em_is_the_same_with_coded_and_dense_evidence(monkeypatch):
-    """EM (and so VBEM, which shares its E step) on coded evidence: same iterations, same
-    optimum as on the dense one-hot, with missing values and folded leaves."""
+    """EM (and so VBEM, which shares its E step) on coded evidence, one restart at a time or
+    side by side: same iterations, same optimum as on the dense one-hot, with missing values
+    and folded leaves."""
     cards = [2, 3] * 4
     placeholder = lcbayes.Dataset.from_codes(np.array([[0] * 8, [1] * 8]), cardinalities=cards)
     truth = lcbayes.latent_class(placeholder, 2)
@@ -190,12 +191,16 @@ def test_em_is_the_same_with_coded_and_dense_evidence(monkeypatch):
     fits = {}
     # prepare() runs when EM's loop is traced: a different (static) iteration limit, never
     # reached, makes each run trace anew.
-    for label, threshold, max_iter in (("coded", 0, 300), ("dense", 10**9, 301)):
+    # Restarts side by side (batch_size=2, vmapped) take the log-space step on coded evidence.
+    for label, threshold, max_iter, batch in (("coded", 0, 300, 1), ("dense", 10**9, 301, 1),
+                                               ("coded, vmapped", 0, 302, 2)):
         monkeypatch.setattr(enumeration, "CODED_MIN_PATTERNS", threshold)
-        fits[label] = lcbayes.em(structure, data, restarts=2, seed=3, max_iter=max_iter)
-    a, b = fits["coded"], fits["dense"]
-    assert a.restart_converged.all() and b.restart_converged.all()
-    np.testing.assert_array_equal(a.restart_n_iter, b.restart_n_iter)
-    close(a.restart_logliks, b.restart_logliks, tol=1e-8)
-    for name in a.params:
-        close(a.params[name], b.params[name], tol=1e-6)
+        fits[label] = lcbayes.em(structure, data, restarts=2, seed=3, max_iter=max_iter,
+                                 batch_size=batch)
+    b = fits["dense"]
+    assert b.restart_converged.all()
+    for a in (fits["coded"], fits["coded, vmapped"]):
+        np.testing.assert_array_equal(a.restart_n_iter, b.restart_n_iter)
+        close(a.restart_logliks, b.restart_logliks, tol=1e-8)
+        for name in a.params:
+            close(a.params[name], b.params[name], tol=1e-6)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 import numpyro
 import pytest
@@ -64,13 +63,3 @@ def test_sites_have_cpt_shapes():
     expected = lcb.log_likelihood(structure, params, data)
     assert float(trace["log_likelihood"]["fn"].log_factor) == pytest.approx(expected)
 
-
-def test_nuts_runs_on_a_latent_class_model():
-    data = _data(n=40).select(["X1", "X2"])
-    structure = lcb.latent_class(data, 2)
-    mcmc = numpyro.infer.MCMC(numpyro.infer.NUTS(lcb.numpyro_model(structure)),
-                              num_warmup=20, num_samples=20, progress_bar=False)
-    mcmc.run(jax.random.PRNGKey(0), data)
-    draws = mcmc.get_samples()
-    assert draws["class"].shape == (20, 2)
-    np.testing.assert_allclose(np.asarray(draws["X2"]).sum(-1), 1.0, rtol=1e-10)

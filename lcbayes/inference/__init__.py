@@ -86,11 +86,13 @@ def e_step(structure: Structure, log_tables, data: Evidence | jax.Array, weights
 
 
 def flat_e_step(structure: Structure, flat_log: jax.Array, evidence: Evidence,
-                weights: jax.Array) -> tuple[jax.Array, jax.Array]:
+                weights: jax.Array, vmapped: bool = False) -> tuple[jax.Array, jax.Array]:
     """``(ln p(y_p) per pattern, expected counts)`` with log CPTs and counts laid end to end
-    (:mod:`~lcbayes.inference.flat`): what an EM or VBEM iteration needs, in few operations."""
+    (:mod:`~lcbayes.inference.flat`): what an EM or VBEM iteration needs, in few operations.
+    ``vmapped``: the caller runs under ``vmap`` (see
+    :func:`lcbayes.inference.enumeration.flat_e_step`)."""
     if structure.kind != "hlc":
-        return enumeration.flat_e_step(structure, flat_log, evidence, weights)
+        return enumeration.flat_e_step(structure, flat_log, evidence, weights, vmapped)
     est = tree.e_step(structure, flat.unflatten(flat_log, structure.table_shapes), evidence,
                       weights, None)
     return est.log_marginal, flat.flatten(est.counts)

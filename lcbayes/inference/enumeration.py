@@ -271,13 +271,16 @@ def _counts(structure: Structure, mass: jax.Array, evidence: Evidence) -> jax.Ar
 
 
 def flat_e_step(structure: Structure, flat_log: jax.Array, evidence: Evidence,
-                weights: jax.Array) -> tuple[jax.Array, jax.Array]:
+                weights: jax.Array, vmapped: bool = False) -> tuple[jax.Array, jax.Array]:
     """``(ln p(y_p) per pattern, flat expected counts)``: the part of :func:`e_step` that EM and
     VBEM iterate, on flat tables (:mod:`.flat`).
 
     With coded evidence (:mod:`.coded`) the joint is formed in probability space, ``exp`` taken
-    on the code tables only (:func:`_coded_e_step`); otherwise in log space."""
-    if isinstance(evidence.one_hot, coded.CodedOneHot) and joint_plan(structure).leaves:
+    on the code tables only (:func:`_coded_e_step`); otherwise, or when the caller is
+    ``vmapped`` (where the fallback's ``lax.cond`` would evaluate both branches), in log
+    space."""
+    if (isinstance(evidence.one_hot, coded.CodedOneHot) and joint_plan(structure).leaves
+            and not vmapped):
         return _coded_e_step(structure, flat_log, evidence, weights)
     return _log_space_e_step(structure, flat_log, evidence, weights)
 
