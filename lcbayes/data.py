@@ -66,9 +66,7 @@ class Dataset:
             )
         codes = codes.astype(np.int32)
         codes.setflags(write=False)
-        patterns, index, counts = np.unique(
-            codes, axis=0, return_inverse=True, return_counts=True
-        )
+        patterns, index, counts = _unique_rows(codes)
         for name, value in (
             ("codes", codes),
             ("patterns", patterns.astype(np.int32)),
@@ -135,7 +133,7 @@ class Dataset:
                     "codes must run from 0 to cardinality - 1"
                 )
             out_labels.append(tuple(labels[j]) if labels is not None else tuple(range(card)))
-            if np.unique(observed).size == 1:
+            if observed.min() == observed.max():
                 _warn_constant(name, out_labels[-1][int(observed[0])])
         data = cls(codes=arr, columns=names, labels=tuple(out_labels))
         data._warn_fully_missing()
@@ -413,6 +411,22 @@ def _normalise_object(value: object, name: str) -> Hashable:
     if isinstance(value, Hashable):
         return value
     raise DataError(f"column {name!r} holds unhashable values like {value!r}")
+
+
+def _unique_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(codes, axis=0, return_inverse=True, return_counts=True)`` (rows sorted
+    lexicographically), fast: each row becomes one integer in mixed radix (first column most
+    significant, codes shifted by one so that -1 sorts first), which keeps the order; rows too
+    wide for a 63-bit key take the row-wise route."""
+    radices = (codes.max(axis=0, initial=-1).astype(np.int64) + 2) if codes.size else []
+    if codes.shape[0] == 0 or float(np.prod(np.asarray(radices, dtype=float))) >= 2.0**62:
+        return np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+    key = np.zeros(codes.shape[0], dtype=np.int64)
+    for j, radix in enumerate(radices):
+        key = key * radix + (codes[:, j].astype(np.int64) + 1)
+    _, first, index, counts = np.unique(key, return_index=True, return_inverse=True,
+                                        return_counts=True)
+    return codes[first], index, counts
 
 
 def _sorted_unique(values: np.ndarray) -> tuple[Hashable, ...]:
