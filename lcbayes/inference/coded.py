@@ -149,12 +149,14 @@ class CodedOneHot:
     def tdot(self, mass: jax.Array) -> tuple[jax.Array, jax.Array]:
         """``(mass.T @ Y, mass.sum(axis=0))`` for a ``(P, S)`` matrix: ``(S, R)`` and ``(S,)``
         (the column sums come from the first block's code sums, not from another pass)."""
-        sums = [jax.ops.segment_sum(mass, self.codes[:, b], num_segments=book.shape[0])
-                for b, book, _ in self._slices()]
-        if not sums:
+        if not self.blocks:
             return jnp.zeros((mass.shape[1], 0), dtype=mass.dtype), mass.sum(axis=0)
-        parts = [u.T @ book for u, (_, book, _) in zip(sums, self._slices(), strict=True)]
-        return jnp.concatenate(parts, axis=1), sums[0].sum(axis=0)
+        parts, total = [], None
+        for b, book, _ in self._slices():
+            sums = jax.ops.segment_sum(mass, self.codes[:, b], num_segments=book.shape[0])
+            parts.append(sums.T @ book)
+            total = sums.sum(axis=0) if total is None else total
+        return jnp.concatenate(parts, axis=1), total
 
 
 def encode(patterns: jax.Array, leaves: tuple[Leaf, ...],

@@ -322,6 +322,7 @@ def _probability_space_e_step(structure: Structure, flat_log: jax.Array, evidenc
         per_state.T, finite_log(state_log_prior(structure, flat_log)) + base)
     if evidence.log_consistency is not None:
         joint = joint * jnp.exp(evidence.log_consistency)
+    # Column by column: XLA:CPU fuses these adds with their consumers, a row reduction it does not.
     total = functools.reduce(jnp.add, [joint[:, e] for e in range(joint.shape[1])])
     trusted = (total >= _LINEAR_FLOOR) & (log_scale > LOG_ZERO_THRESHOLD)
     log_marg = jnp.log(jnp.where(trusted, total, 1.0)) + log_scale
