@@ -8,7 +8,7 @@ Usage::
 
 Every structure is scored at every size with MAP, BIC, BICp, CS and VB (3 restarts, shared
 prior-drawn starts), with and without the alias correction ``ln S``, by
-:func:`lcbayes.benchmarks.beal_study.fit_all`: one compiled EM program and one compiled VBEM
+:func:`beal.study.fit_all`: one compiled EM program and one compiled VBEM
 program for the whole study (the data patterns of every size are padded to a common count).
 The data are one fresh draw (``--seed``) of nested data sets from the paper's true parameters,
 so the ranks differ from the paper's Table 2, whose data set is unpublished.
@@ -38,8 +38,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from lcbayes.benchmarks import beal_ghahramani as bg
-from lcbayes.benchmarks import beal_study
+from beal import ghahramani as bg
+from beal import study as beal_study
 
 #: Score columns of the study, in the paper's Table 2 order (``*``: no alias correction).
 COLUMNS = ("MAP", "BIC*", "BICp*", "CS*", "VB*", "BIC", "BICp", "CS", "VB")
@@ -122,7 +122,7 @@ def write_report(path: Path, scores: pd.DataFrame, diagnostics: pd.DataFrame,
 
 Written by `benchmarks/beal_136.py` (seed {args.seed}, {args.restarts} restarts, tolerance
 1e-6 per datum, at most 1000 iterations). Every structure is
-scored at every size by `lcbayes.benchmarks.beal_study.fit_all`: MAP EM in the softmax basis
+scored at every size by `benchmarks/beal/study.py` (`fit_all`): MAP EM in the softmax basis
 (SQUAREM-accelerated) and VBEM from the same prior draws, the best of the restarts per score.
 Rank 1 is the highest score; a structure tied with the true one ranks above it. `*` marks
 scores without the alias correction `ln S` (rule "children"); MAP is never corrected.

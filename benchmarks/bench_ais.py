@@ -9,7 +9,7 @@ Usage::
 **Part 1 (beal).** One AIS chain with ``--temperatures`` (default 16384 = Beal's K) Beal-schedule
 temperatures for each of the 136 structures on one n = 480 data set drawn from the paper's true
 parameters. Every structure is the fully connected host with tied CPT rows
-(:func:`lcbayes.ais.tied_runner`), so one compiled program anneals all of them, ``--batch``
+(:func:`beal.tied_ais.tied_runner`), so one compiled program anneals all of them, ``--batch``
 structures vmapped at a time. Prints compile and run seconds (Beal: 55,000 s for one such
 sweep on a 1 GHz Pentium III; target here < 300 s), the MH acceptance rate per schedule quarter
 (Beal Fig. 6c) and, with ``--vb``, how many AIS estimates fall below the VBEM bound (Table 3).
@@ -25,7 +25,6 @@ is independent of how the compute is split between chains and temperatures).
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import platform
 import sys
@@ -36,12 +35,12 @@ import jax.numpy as jnp
 import numpy as np
 
 import lcbayes as lcb
-from lcbayes.annealing import beal_schedule, weight_statistics
-from lcbayes.benchmarks import beal_ghahramani as bg
+from beal import ghahramani as bg
+from beal import study as study_module
+from beal.tied_ais import tied_runner
+from lcbayes.engines.ais import DEFAULT_CONCENTRATION
+from lcbayes.engines.annealing import beal_schedule, weight_statistics
 from lcbayes.params import prior_tables
-
-ais_module = importlib.import_module("lcbayes.ais")
-study_module = importlib.import_module("lcbayes.benchmarks.beal_study")
 
 
 def beal_part(temperatures: int, batch: int, seed: int, with_vb: bool, workers: int,
@@ -53,30 +52,28 @@ def beal_part(temperatures: int, batch: int, seed: int, with_vb: bool, workers: 
     priors = prior_tables(host, "dirichlet")
     tying = bg.batched_pooling(codes)
     pooling = tuple(jnp.asarray(tying[name]) for name in host.nodes)
-    row_weights = tuple(1.0 / p.sum(axis=-1) for p in pooling)
-    c0, c1 = ais_module.DEFAULT_CONCENTRATION
-    run = ais_module.tied_runner(host, data.patterns, data.counts, priors,
-                                 beal_schedule(temperatures), (c0, c1 * data.n_observed_rows),
-                                 blocks=blocks)
+    c0, c1 = DEFAULT_CONCENTRATION
+    run = tied_runner(host, data.patterns, data.counts, priors, beal_schedule(temperatures),
+                      (c0, c1 * data.n_observed_rows), blocks=blocks)
     keys = jax.random.split(jax.random.PRNGKey(seed), len(codes))
 
     @jax.jit
-    def study(pooling, row_weights, keys):
+    def study(pooling, keys):
         """Final log weight and acceptances of one chain per structure."""
         def one(args):
             log_w, accepted = run(*args)
             return log_w[-1, 0], accepted[:, 0]
-        return jax.lax.map(one, (pooling, row_weights, keys), batch_size=batch)
+        return jax.lax.map(one, (pooling, keys), batch_size=batch)
 
     print(f"Part 1: {len(codes)} structures, n = {data.n_rows} ({data.n_patterns} patterns), "
           f"1 chain x {temperatures} temperatures each, MH blocks {blocks!r}, {batch} "
           f"structures vmapped at a time, {workers} worker thread(s)")
-    chunks = study_module._chunks((pooling, row_weights, keys), workers)
+    chunks = study_module.chunks((pooling, keys), workers)
     start = time.perf_counter()
     compiled = study.lower(*chunks[0]).compile()
     compile_s = time.perf_counter() - start
     start = time.perf_counter()
-    log_z, accepted = study_module._execute(compiled, (), chunks, len(codes))
+    log_z, accepted = study_module.execute(compiled, (), chunks, len(codes))
     run_s = time.perf_counter() - start
     log_z, accepted = np.asarray(log_z), np.asarray(accepted)
     quarters = [part.mean() for part in np.array_split(accepted, 4, axis=1)]

@@ -5,7 +5,7 @@ leaves ``p(y | theta)`` and a symmetric Dirichlet prior unchanged, so the poster
 equivalent modes. Methods that look at one mode (BIC, Cheeseman-Stutz, VB) add ``ln S``
 (Beal & Ghahramani eq. 24 and §3.5); MAP, exact evidence and AIS never need it.
 
-The rule used here (notes §3.3, the "children" rule)::
+The rule used here (the "children" rule; the paper states S only for its examples)::
 
     S = |Aut| * prod_{h relevant} |s_h|!
 

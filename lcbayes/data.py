@@ -16,20 +16,19 @@ Example::
 
 from __future__ import annotations
 
-import numbers
 import warnings
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .encoding import MISSING, all_missing_message, encode_column, unique_rows, warn_constant
 from .errors import DataError
 
 __all__ = ["DEFAULT_MAX_CATEGORIES", "MISSING", "Dataset"]
 
-MISSING = -1
 DEFAULT_MAX_CATEGORIES = 50
 
 
@@ -66,7 +65,7 @@ class Dataset:
             )
         codes = codes.astype(np.int32)
         codes.setflags(write=False)
-        patterns, index, counts = _unique_rows(codes)
+        patterns, index, counts = unique_rows(codes)
         for name, value in (
             ("codes", codes),
             ("patterns", patterns.astype(np.int32)),
@@ -115,7 +114,7 @@ class Dataset:
                 raise DataError(f"column {name!r} has codes below -1; use -1 for missing values")
             observed = col[col >= 0]
             if observed.size == 0:
-                raise DataError(_all_missing_message(name))
+                raise DataError(all_missing_message(name))
             if labels is not None:
                 card = len(labels[j])
             elif cardinalities is not None:
@@ -134,7 +133,7 @@ class Dataset:
                 )
             out_labels.append(tuple(labels[j]) if labels is not None else tuple(range(card)))
             if observed.min() == observed.max():
-                _warn_constant(name, out_labels[-1][int(observed[0])])
+                warn_constant(name, out_labels[-1][int(observed[0])])
         data = cls(codes=arr, columns=names, labels=tuple(out_labels))
         data._warn_fully_missing()
         return data
@@ -145,6 +144,7 @@ class Dataset:
         frame: pd.DataFrame,
         columns: Sequence[str] | None = None,
         max_categories: int = DEFAULT_MAX_CATEGORIES,
+        categories: Mapping[str, Sequence[Hashable]] | None = None,
     ) -> Dataset:
         """Build a data set from a DataFrame whose columns are categorical in practice.
 
@@ -154,8 +154,13 @@ class Dataset:
 
         Args:
             frame: the data.
-            columns: the columns to use, in this order (default: all).
+            columns: the columns to use, in this order (default: all, or those of
+                ``categories``).
             max_categories: a column with more distinct values is refused (bin it first).
+            categories: ``{column: labels}`` to code the columns against fixed labels (a
+                fitted model's, :meth:`lcbayes.Structure.categories`): a value outside them is
+                refused; a column may then be constant or entirely missing (new rows to
+                classify). Columns not named keep their own sorted labels.
         """
         if not isinstance(frame, pd.DataFrame):
             raise DataError(f"expected a pandas DataFrame, got {type(frame).__name__}")
@@ -164,6 +169,8 @@ class Dataset:
         if dupes:
             raise DataError(f"duplicate column names {dupes}: rename them so each is unique")
         frame = frame.set_axis(names, axis=1)
+        if columns is None and categories is not None:
+            columns = list(categories)
         if columns is not None:
             columns = [str(c) for c in columns]
             if not columns:
@@ -178,11 +185,14 @@ class Dataset:
                 )
             frame = frame[columns]
         _check_not_empty(frame.shape[0], frame.shape[1])
-        encoded = [_encode_column(frame[c], c, max_categories) for c in frame.columns]
+        fixed = categories or {}
+        encoded = [encode_column(frame[c], c, max_categories, fixed.get(c))
+                   for c in frame.columns]
         codes = np.stack([codes for codes, _ in encoded], axis=1)
         labels = tuple(labels for _, labels in encoded)
         data = cls(codes=codes, columns=tuple(frame.columns), labels=labels)
-        data._warn_fully_missing()
+        if categories is None:  # rows to classify may have nothing observed
+            data._warn_fully_missing()
         return data
 
     @classmethod
@@ -265,6 +275,29 @@ class Dataset:
             codes=self.codes[:, idx], columns=columns, labels=tuple(self.labels[i] for i in idx)
         )
 
+    def with_categories(self, categories: Mapping[str, Sequence[Hashable]]) -> Dataset:
+        """The same values coded against other labels (``{column: labels}``, e.g. a model's:
+        the rows may lack some of them); a value outside them is a :class:`DataError`."""
+        codes = np.array(self.codes, copy=True)
+        labels = list(self.labels)
+        for j, name in enumerate(self.columns):
+            if name not in categories or tuple(categories[name]) == self.labels[j]:
+                continue
+            target = tuple(categories[name])
+            lookup = {label: i for i, label in enumerate(target)}
+            seen = self.labels[j]
+            used = np.unique(self.codes[:, j][self.codes[:, j] >= 0])
+            unknown = [seen[c] for c in used if seen[c] not in lookup]
+            if unknown:
+                raise DataError(f"column {name!r} has value(s) {unknown[:5]} that are not "
+                                f"among its categories {list(target)}")
+            mapping = np.array([lookup.get(label, MISSING) for label in seen] + [MISSING])
+            codes[:, j] = mapping[self.codes[:, j]]  # code -1 picks the trailing MISSING
+            labels[j] = target
+        if tuple(labels) == self.labels:
+            return self
+        return Dataset(codes=codes, columns=self.columns, labels=tuple(labels))
+
     def to_pandas(self) -> pd.DataFrame:
         """The rows as a DataFrame of labels (missing values as ``None``)."""
         out = {}
@@ -319,119 +352,3 @@ def _check_not_empty(n_rows: int, n_cols: int) -> None:
         raise DataError("the data has no rows: give at least one row")
 
 
-def _all_missing_message(name: str) -> str:
-    return f"column {name!r} has no observed value (all missing): leave it out of columns"
-
-
-def _warn_constant(name: str, label: Hashable) -> None:
-    warnings.warn(
-        f"column {name!r} is constant ({label!r}); it is kept but carries no information "
-        "about hidden variables",
-        stacklevel=4,
-    )
-
-
-def _missing_mask(series: pd.Series) -> np.ndarray:
-    mask = series.isna().to_numpy(dtype=bool)
-    if (
-        series.dtype == object
-        or pd.api.types.is_string_dtype(series.dtype)
-        or isinstance(series.dtype, pd.CategoricalDtype)
-    ):
-        blank = series.astype(object).map(lambda v: isinstance(v, str) and v.strip() == "")
-        mask = mask | blank.to_numpy(dtype=bool)  # isna() may give a read-only array
-    return mask
-
-
-def _encode_column(
-    series: pd.Series, name: str, max_categories: int
-) -> tuple[np.ndarray, tuple[Hashable, ...]]:
-    """Integer codes and labels of one column, or a :class:`DataError` naming it."""
-    missing = _missing_mask(series)
-    if missing.all():
-        raise DataError(_all_missing_message(name))
-    dtype = series.dtype
-    if isinstance(dtype, pd.CategoricalDtype):
-        labels = tuple(c for c in dtype.categories if not (isinstance(c, str) and c.strip() == ""))
-        values = series.to_numpy(dtype=object)[~missing]
-    else:
-        values = series.to_numpy(dtype=object)[~missing]
-        if pd.api.types.is_bool_dtype(dtype):
-            values = np.array([bool(v) for v in values], dtype=object)
-        elif pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype):
-            values = _integral_values(values, name)
-        elif not (pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)):
-            raise DataError(
-                f"column {name!r} has dtype {dtype}, which is not categorical: convert it to "
-                "strings, integers or a pandas Categorical (binning it if it is continuous)"
-            )
-        else:
-            values = np.array([_normalise_object(v, name) for v in values], dtype=object)
-        labels = _sorted_unique(values)
-    if len(labels) > max_categories:
-        raise DataError(
-            f"column {name!r} has {len(labels)} distinct values (max_categories={max_categories}):"
-            " it looks continuous or high-cardinality; bin it (e.g. pandas.cut) or raise "
-            "max_categories"
-        )
-    lookup = {lab: i for i, lab in enumerate(labels)}
-    codes = np.full(series.shape[0], MISSING, dtype=np.int32)
-    codes[~missing] = [lookup[v] for v in values]
-    if len(set(values)) == 1:
-        _warn_constant(name, values[0])
-    return codes, labels
-
-
-def _integral_values(values: np.ndarray, name: str) -> np.ndarray:
-    floats = values.astype(np.float64)
-    frac = floats[~np.isfinite(floats) | (floats != np.round(floats))]
-    if frac.size:
-        raise DataError(
-            f"column {name!r} has non-integer numbers (e.g. {frac[0]!r}); lcbayes needs "
-            "categorical columns: bin it first (e.g. pandas.cut) or leave it out of columns"
-        )
-    return np.array([int(v) for v in floats], dtype=object)
-
-
-def _normalise_object(value: object, name: str) -> Hashable:
-    """Python scalars of an object column: integral floats become ints, strings are stripped."""
-    if isinstance(value, str):
-        return value.strip()
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        if not np.isfinite(float(value)) or float(value) != round(float(value)):
-            raise DataError(
-                f"column {name!r} has non-integer number {value!r}; bin it first "
-                "(e.g. pandas.cut) or leave it out of columns"
-            )
-        return int(value)
-    if isinstance(value, Hashable):
-        return value
-    raise DataError(f"column {name!r} holds unhashable values like {value!r}")
-
-
-def _unique_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``np.unique(codes, axis=0, return_inverse=True, return_counts=True)`` (rows sorted
-    lexicographically), fast: each row becomes one integer in mixed radix (first column most
-    significant, codes shifted by one so that -1 sorts first), which keeps the order; rows too
-    wide for a 63-bit key take the row-wise route."""
-    radices = (codes.max(axis=0, initial=-1).astype(np.int64) + 2) if codes.size else []
-    if codes.shape[0] == 0 or float(np.prod(np.asarray(radices, dtype=float))) >= 2.0**62:
-        return np.unique(codes, axis=0, return_inverse=True, return_counts=True)
-    key = np.zeros(codes.shape[0], dtype=np.int64)
-    for j, radix in enumerate(radices):
-        key = key * radix + (codes[:, j].astype(np.int64) + 1)
-    _, first, index, counts = np.unique(key, return_index=True, return_inverse=True,
-                                        return_counts=True)
-    return codes[first], index, counts
-
-
-def _sorted_unique(values: np.ndarray) -> tuple[Hashable, ...]:
-    unique = set(values.tolist())
-    try:
-        return tuple(sorted(unique))
-    except TypeError:  # mixed types: order by their text
-        return tuple(sorted(unique, key=lambda v: (type(v).__name__, str(v))))

@@ -1,7 +1,7 @@
 """Effective dimension of a discrete Bayesian network with hidden variables.
 
 Geiger, Heckerman & Meek (1996), "Asymptotic model selection for directed networks with hidden
-variables" (digest: ``shared/notes/geiger-dimension-and-graphical-models-notes.md``, A.3-A.4):
+variables", §3 (the effective dimension and its regular rank):
 with hidden variables, BIC's penalty ``d/2 ln N`` must use the dimension of the model's image in
 the space of distributions of the *observed* variables, not the number of network parameters.
 That dimension is the rank of the Jacobian ``J(theta) = d w / d theta`` of the map from the free
@@ -37,6 +37,7 @@ from .errors import StructureError
 from .inference import log_marginal
 from .params import random_params
 from .structure import Structure
+from .validation import Seed, check_seed, check_structure, numpy_rng
 
 __all__ = ["DimensionResult", "effective_dimension", "effective_dimension_details"]
 
@@ -88,7 +89,8 @@ class DimensionResult:
 
 def effective_dimension(
     structure: Structure,
-    seed: int = 0,
+    *,
+    seed: Seed = 0,
     n_points: int = 3,
     tol: float | None = None,
     max_rows: int = 4096,
@@ -97,8 +99,9 @@ def effective_dimension(
 
     The regular rank of the Jacobian of the map from the free network parameters (per CPT row,
     its first ``r - 1`` probabilities) to the joint distribution ``p(y)`` of the observed
-    variables; see the notes' "Extension to hidden variables" and "Regular rank" sections
-    (A.3-A.4). This is the ``d`` of BIC for models with hidden variables. It is at most
+    variables (Geiger, Heckerman & Meek 1996, §3: the rank theorem for networks with hidden
+    variables and the randomised evaluation of the regular rank). This is the ``d`` of BIC for
+    models with hidden variables. It is at most
     ``structure.n_parameters`` and at most ``prod r_j - 1``; without hidden variables it equals
     ``structure.n_parameters``.
 
@@ -115,13 +118,14 @@ def effective_dimension(
       four times) until the rank reaches the upper bound or stops growing over a doubling. A
       row subset of ``J`` has rank at most ``rank J``, so the result is still a lower bound of
       the regular rank; it is exact once the rows span ``J``'s row space, which in practice
-      (notes A.4: about ``2 * n_parameters`` distinct rows sufficed) the first batch already
+      (about ``2 * n_parameters`` distinct rows sufficed in our tests) the first batch already
       does. It can fall short only when some parameters move ``p(y)`` on very few
       configurations (e.g. a CPT row for a rare joint state of many observed parents).
 
     Args:
         structure: the model (``latent_class``, ``hlc`` or ``dag``).
-        seed: seed of the random points; the same seed gives the same answer.
+        seed: seed of the random points (a non-negative integer or a ``jax.random`` key); the
+            same seed gives the same answer.
         n_points: number of random points (at least 1).
         tol: relative tolerance: a singular value counts when it exceeds ``tol * s_max``.
             Default ``10 * max(n_rows, n_parameters) * eps`` (``eps`` of float64), i.e. about
@@ -132,19 +136,21 @@ def effective_dimension(
     Returns:
         The effective dimension, an int in ``[0, min(n_parameters, prod r_j - 1)]``.
     """
-    return effective_dimension_details(structure, seed, n_points, tol, max_rows).dimension
+    return effective_dimension_details(structure, seed=seed, n_points=n_points, tol=tol,
+                                       max_rows=max_rows).dimension
 
 
 def effective_dimension_details(
     structure: Structure,
-    seed: int = 0,
+    *,
+    seed: Seed = 0,
     n_points: int = 3,
     tol: float | None = None,
     max_rows: int = 4096,
 ) -> DimensionResult:
     """:func:`effective_dimension` with the method, ranks and singular values behind it."""
-    if not isinstance(structure, Structure):
-        raise StructureError(f"structure must be a Structure, got {type(structure).__name__}")
+    check_structure(structure)
+    seed = check_seed(seed)
     if int(n_points) < 1:
         raise StructureError(f"n_points must be at least 1, got {n_points!r}")
     if tol is not None and not 0.0 <= float(tol) < 1.0:
@@ -159,7 +165,7 @@ def effective_dimension_details(
     if upper == 0:
         return DimensionResult(0, d, 0, method, n_configs, 0, (), np.zeros(0), 0.0)
 
-    rng = np.random.default_rng(seed)
+    rng = numpy_rng(seed)
     point_seeds = rng.integers(0, 2**32, size=int(n_points))
     if method == "full":
         configs = np.indices(cards).reshape(len(cards), -1).T

@@ -2,16 +2,27 @@
 
 Every error raised for bad user input is a subclass of :class:`LcbayesError` (itself a
 ``ValueError``) whose message names the offending column or argument and says how to fix it.
-The command line turns these into a one-line message and exit status 2.
+An argument of the wrong *type* raises :class:`ArgumentTypeError`, which is also a
+``TypeError``. The command line turns every :class:`LcbayesError` into a one-line message and
+exit status 2.
 """
 
 from __future__ import annotations
 
-__all__ = ["DataError", "LcbayesError", "StructureError", "TooLargeError"]
+__all__ = ["ArgumentError", "ArgumentTypeError", "DataError", "LcbayesError", "StructureError",
+           "TooLargeError"]
 
 
 class LcbayesError(ValueError):
     """Base class of lcbayes' input errors."""
+
+
+class ArgumentError(LcbayesError):
+    """An argument has a value outside what the function accepts (names the argument)."""
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument has the wrong type (names the argument); also a ``TypeError``."""
 
 
 class DataError(LcbayesError):

@@ -12,22 +12,27 @@ with their parent axes flattened in C order).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 from scipy.special import gammaln, xlogy
 
 from .data import MISSING, Dataset
 from .errors import LcbayesError, StructureError
 from .structure import Structure
+from .validation import Seed, check_seed, numpy_rng
 
 __all__ = [
     "PriorSpec",
+    "config_labels",
     "dirichlet_prior",
     "log_prior",
+    "params_frame",
     "random_params",
     "simulate",
 ]
@@ -149,11 +154,12 @@ def log_prior(structure: Structure, params: Mapping[str, Any], prior: PriorSpec 
     return dirichlet_log_density(to_tables(structure, params), alphas)
 
 
-def random_params(structure: Structure, seed: int = 0, prior: PriorSpec = "dirichlet") -> Params:
+def random_params(structure: Structure, *, seed: Seed = 0, prior: PriorSpec = "dirichlet"
+                  ) -> Params:
     """Parameters drawn from a Dirichlet prior (default pseudo-count 1: uniform on every
     simplex); the same seed gives the same parameters."""
     alphas = prior_tables(structure, prior if prior is not None else "dirichlet")
-    rng = np.random.default_rng(seed)
+    rng = numpy_rng(check_seed(seed))
     tables = []
     for alpha in alphas:
         draws = rng.gamma(alpha)
@@ -165,7 +171,8 @@ def simulate(
     structure: Structure,
     params: Mapping[str, Any],
     n: int,
-    seed: int = 0,
+    *,
+    seed: Seed = 0,
     missing: float = 0.0,
 ) -> Dataset:
     """Draw ``n`` rows of the observed variables by ancestral sampling.
@@ -174,7 +181,8 @@ def simulate(
         structure: the model.
         params: its CPTs (rows are renormalised).
         n: number of rows (> 0).
-        seed: random seed; the same seed gives the same data.
+        seed: a non-negative integer or a ``jax.random`` key; the same seed gives the same
+            data.
         missing: probability that each observed entry is deleted (missing completely at
             random), in ``[0, 1)``.
 
@@ -185,7 +193,7 @@ def simulate(
         raise StructureError(f"n must be a positive number of rows, got {n!r}")
     if not 0.0 <= missing < 1.0:
         raise StructureError(f"missing must be a probability in [0, 1), got {missing!r}")
-    rng = np.random.default_rng(seed)
+    rng = numpy_rng(check_seed(seed))
     tables = [np.asarray(t, dtype=np.float64) for t in to_tables(structure, params)]
     states = np.zeros((int(n), structure.n_nodes), dtype=np.int64)
     for i in structure.topological_order:
@@ -206,3 +214,38 @@ def simulate(
         columns=structure.observed_names,
         labels=tuple(structure.labels[i] for i in structure.observed_nodes),
     )
+
+
+def config_labels(structure: Structure, i: int) -> list[str]:
+    """Names of node ``i``'s parent configurations, in CPT row order: ``"class 1"``, ... for
+    the items of a latent class model, ``"H1=0, H2=1"`` for other parents, ``"(all)"`` for a
+    node without parents."""
+    pa = structure.parents[i]
+    if not pa:
+        return ["(all)"]
+    if structure.kind == "latent_class":
+        return [f"class {k + 1}" for k in range(structure.cardinalities[pa[0]])]
+    ranges = [range(structure.cardinalities[p]) for p in pa]
+    names = [structure.nodes[p] for p in pa]
+    return [", ".join(f"{n}={structure.labels[p][v]}" for n, p, v in zip(names, pa, combo,
+                                                                          strict=True))
+            for combo in itertools.product(*ranges)]
+
+
+def params_frame(structure: Structure, values: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """CPT-shaped values as a long table: one row per node, parent configuration and category
+    (columns ``node``, ``parents`` (:func:`config_labels`), ``category``), one column per entry
+    of ``values`` (``{column: {node: CPT-shaped array}}``, e.g. ``{"probability": params}``)."""
+    rows: dict[str, list] = {"node": [], "parents": [], "category": []}
+    columns: dict[str, list] = {name: [] for name in values}
+    for i, node in enumerate(structure.nodes):
+        configs = config_labels(structure, i)
+        for l, config in enumerate(configs):
+            for k, label in enumerate(structure.labels[i]):
+                rows["node"].append(node)
+                rows["parents"].append(config)
+                rows["category"].append(label)
+                for name, tables in values.items():
+                    table = np.asarray(tables[node]).reshape(len(configs), -1)
+                    columns[name].append(float(table[l, k]))
+    return pd.DataFrame({**rows, **columns})

@@ -15,8 +15,9 @@ from scipy.special import betaln
 from scipy.stats import multivariate_normal
 
 import lcbayes as lcb
-from lcbayes.ais_numpyro import _log_parts, ais_numpyro
-from lcbayes.annealing import beal_schedule
+from lcbayes.engines.ais_numpyro import ais_numpyro
+from lcbayes.engines.annealing import beal_schedule
+from lcbayes.engines.numpyro_sites import log_parts
 
 A, B = 2.0, 3.0
 PRIOR_SD, NOISE_SD = 2.0, 1.0
@@ -120,7 +121,7 @@ def dirichlet_factor(counts):
 def test_log_prior_plus_log_likelihood_is_minus_potential_energy(model, args, u, observed):
     @jax.jit
     def check(u):
-        log_prior, log_lik = _log_parts(model, args, {}, frozenset([observed]), u)
+        log_prior, log_lik = log_parts(model, args, {}, frozenset([observed]), u)
         _, trace = numpyro.infer.util.log_density(
             model, args, {}, numpyro.infer.util.constrain_fn(model, args, {}, u))
         site = trace[observed]

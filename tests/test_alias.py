@@ -58,7 +58,7 @@ def test_hlc_siblings_with_their_own_leaves_are_not_exchangeable():
 def test_beal_structures_follow_the_notes_children_rule():
     """Notes §3.3: ln 4 for the asymmetric true structure, ln 8 for swap-symmetric graphs whose
     two hidden nodes both have children, ln 2 when one has children, 0 for the empty graph."""
-    from lcbayes.benchmarks import beal_ghahramani as bg
+    from beal import ghahramani as bg
 
     swap = {0: 0, 1: 2, 2: 1, 3: 3}
     for codes in bg.parent_codes():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import lcbayes as lcb
-from lcbayes.benchmarks import beal_ghahramani as bg
+from beal import ghahramani as bg
 
 
 def test_136_structures_sorted_canonical():

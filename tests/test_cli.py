@@ -243,7 +243,7 @@ def test_compare_missing_file_exits_two(capsys, tmp_path):
 
 
 def test_demo_data_is_the_documented_model():
-    from lcbayes.cli import DEMO_PROFILES, DEMO_ROWS, demo_data
+    from lcbayes.cli.demo import DEMO_PROFILES, DEMO_ROWS, demo_data
 
     data = demo_data(0)
     assert data.n_rows == DEMO_ROWS and data.columns == tuple(f"Q{j}" for j in range(1, 7))

@@ -17,10 +17,10 @@ import pytest
 from scipy.special import logsumexp
 
 import lcbayes as lcb
-from lcbayes.compare import (
+from lcbayes.comparison import (
     AIS_BELOW_VBEM_SE,
-    METHODS,
     posterior_probabilities,
+    selectable_methods,
 )
 
 NO_AIS = ("bic", "bic_e", "aic", "icl", "cs", "vbem")
@@ -195,7 +195,7 @@ def test_ais_below_the_vb_bound_is_flagged_and_not_trusted(short_ais):
     assert row["ais"] < row["elbo"] - AIS_BELOW_VBEM_SE * row["ais_stderr"]
     assert {"ais_below_vbem", "ais_off_exact"} <= set(row["flags"].split(","))
     assert row["evidence_method"] == "exact"
-    without_exact = dataclasses.replace(short_ais, exact=(None,))
+    without_exact = short_ais.with_fits(exact=(None,))
     row = without_exact.to_frame().iloc[0]
     assert row["evidence_method"] == "vbem"  # the flagged AIS value is not used
     assert row["log_evidence"] == pytest.approx(row["elbo_corrected"])
@@ -203,16 +203,14 @@ def test_ais_below_the_vb_bound_is_flagged_and_not_trusted(short_ais):
 
 def test_not_converged_and_local_optimum_flags(main):
     one, two, three = main.em
-    stalled = dataclasses.replace(main, em=(one, dataclasses.replace(two, converged=False),
-                                            three))
+    stalled = main.with_fits(em=(one, dataclasses.replace(two, converged=False), three))
     assert stalled.to_frame()["flags"].str.contains("not_converged").tolist() == [
         False, True, False]
     vb = main.vbem
-    stalled_vb = dataclasses.replace(main, vbem=(dataclasses.replace(vb[0], converged=False),
-                                                 vb[1], vb[2]))
+    stalled_vb = main.with_fits(vbem=(dataclasses.replace(vb[0], converged=False), vb[1],
+                                      vb[2]))
     assert "VBEM" in stalled_vb.to_frame()["flag_notes"][0]
-    worse = dataclasses.replace(main, em=(one, two, dataclasses.replace(
-        three, loglik=two.loglik - 1.0)))
+    worse = main.with_fits(em=(one, two, dataclasses.replace(three, loglik=two.loglik - 1.0)))
     assert worse.to_frame()["flags"].str.contains("em_local_optimum").tolist() == [
         False, False, True]
 
@@ -254,7 +252,7 @@ def test_bad_input_is_refused_with_a_clear_message(two_class, uniform):
         lcb.compare(two_class, classes=[1], exact="yes")
     with pytest.raises(lcb.TooLargeError, match="LC\\(2\\)"):
         lcb.compare(two_class, classes=[2], methods=("bic",), exact=True)
-    assert set(METHODS) >= {"bic", "bic_e", "aic", "icl", "cs", "vbem", "ais"}
+    assert set(selectable_methods()) >= {"bic", "bic_e", "aic", "icl", "cs", "vbem", "ais"}
 
 
 # ---------------------------------------------------------------------- reports
@@ -299,7 +297,7 @@ def test_summary_is_a_readable_table(main):
 
 def test_ais_dominated_by_few_chains_is_flagged(short_ais):
     run = short_ais.ais[0]
-    healthy = dataclasses.replace(short_ais, ais=(dataclasses.replace(run, ess=run.chains),))
+    healthy = short_ais.with_fits(ais=(dataclasses.replace(run, ess=run.chains),))
     assert "ais_low_ess" not in healthy.to_frame().iloc[0]["flags"]
-    skewed = dataclasses.replace(short_ais, ais=(dataclasses.replace(run, ess=1.2),))
+    skewed = short_ais.with_fits(ais=(dataclasses.replace(run, ess=1.2),))
     assert "ais_low_ess" in skewed.to_frame().iloc[0]["flags"].split(",")

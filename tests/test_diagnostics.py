@@ -12,7 +12,8 @@ import pytest
 
 matplotlib.use("Agg")
 
-from lcbayes.diagnostics import (
+from lcbayes.errors import LcbayesError
+from lcbayes.samplers.diagnostics import (
     COLUMNS,
     TRACE_ITEMS,
     RhatWarning,
@@ -20,7 +21,6 @@ from lcbayes.diagnostics import (
     plot_posterior_k,
     plot_rank,
 )
-from lcbayes.errors import LcbayesError
 
 try:  # tests/ as a package
     from .switched_posterior import ITEMS, rjmcmc_like, switched
@@ -140,7 +140,7 @@ def test_html_and_markdown_sections_embed_every_figure(rj, tmp_path):
     assert "Posterior of the number of classes" in section and "theta_A[0, yes]" in section
     assert 0 < len(diag.flagged) < len(diag.table)
     for name in diag.table.index:  # flagged rows, and only they, are highlighted
-        assert (f"<tr class='flagged'><td>{name}</td>" in section) == (name in diag.flagged)
+        assert (f'<tr class="flagged"><td>{name}</td>' in section) == (name in diag.flagged)
     text = diag.to_markdown()
     assert text.count("](data:image/png;base64,") == 4 and "| r_hat |" in text
     written = diag.to_markdown(tmp_path / "md" / "diag.md")

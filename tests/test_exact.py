@@ -16,7 +16,7 @@ import pytest
 from scipy.special import gammaln, logsumexp
 
 import lcbayes as lcb
-from lcbayes.benchmarks import beal_ghahramani as bg
+from beal import ghahramani as bg
 
 TOL = 1e-9
 
@@ -397,16 +397,16 @@ def test_exact_evidence_does_not_depend_on_batching_chunking_or_key_packing(case
     """Tiny internal limits force every alternative route: patterns split into batches, the DP
     convolved in chunks, keys spread over many int64 words, CPT rows evaluated on their
     distinct count vectors instead of a dense grid, in blocks."""
-    from lcbayes import exact
+    from lcbayes.engines import exact_dp
 
     make, prior = INTERNAL_CASES[case]
     structure, data = make()
     assert data.counts.max() >= 3 or case.startswith("dag")
     truth = brute_force_log_evidence(structure, data, prior)
-    monkeypatch.setattr(exact, "_MAX_COMPOSITIONS", 2)
-    monkeypatch.setattr(exact, "_CHUNK", 64)
-    monkeypatch.setattr(exact, "_WORD", 1 << 5)
-    monkeypatch.setattr(exact, "_MAX_GRID", 1)
-    monkeypatch.setattr(exact, "_EVAL_BLOCK", 1000)
+    monkeypatch.setattr(exact_dp, "_MAX_COMPOSITIONS", 2)
+    monkeypatch.setattr(exact_dp, "_CHUNK", 64)
+    monkeypatch.setattr(exact_dp, "_WORD", 1 << 5)
+    monkeypatch.setattr(exact_dp, "_MAX_GRID", 1)
+    monkeypatch.setattr(exact_dp, "_EVAL_BLOCK", 1000)
     assert lcb.exact_evidence(structure, data, prior=prior).log_evidence == pytest.approx(
         truth, abs=TOL)

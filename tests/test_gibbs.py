@@ -19,7 +19,7 @@ from numpyro.infer import MCMC, NUTS
 from numpyro.infer.util import log_density
 
 import lcbayes as lcb
-from lcbayes.gibbs import gibbs
+from lcbayes.samplers.gibbs import gibbs
 
 DRAWS, WARMUP, CHAINS = 2000, 300, 4
 COLUMNS = ("A", "B", "C", "D")
@@ -55,7 +55,8 @@ def _run(seed: int = 0, extra_missing_rows: int = 0):
     structure, data = _problem()
     if extra_missing_rows:
         data = _dataset(_codes(extra_missing_rows))
-    return gibbs(structure, data, draws=DRAWS, warmup=WARMUP, chains=CHAINS, seed=seed)
+    return gibbs(structure, data, draws=DRAWS, warmup=WARMUP, chains=CHAINS,
+                 seed=seed).to_inference_data()
 
 
 def _params(idata, chain: int, draw: int) -> dict[str, np.ndarray]:
@@ -201,7 +202,7 @@ def test_bad_arguments_raise_clear_errors():
                             ({"warmup": -1}, "warmup must be an integer >= 0"),
                             ({"chains": 1.5}, "chains must be an integer >= 1"),
                             ({"thin": 0}, "thin must be an integer >= 1"),
-                            ({"seed": "x"}, "seed must be an integer >= 0"),
+                            ({"seed": "x"}, "seed must be a non-negative integer"),
                             ({"prior": None}, "needs a proper Dirichlet prior"),
                             ({"prior": "flat"}, "prior must be None, 'dirichlet'")):
         with pytest.raises(lcb.LcbayesError, match=message):

@@ -21,7 +21,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 import lcbayes as lcb
-from lcbayes.rjmcmc import MOVES, posterior_k, rjmcmc
+from lcbayes.samplers.rjmcmc import MOVES, posterior_k, rjmcmc
 
 MAX_CLASSES, DRAWS = 4, 1500
 PRIOR_THIN, SMALL_THIN = 2, 4
@@ -115,7 +115,7 @@ def test_posterior_of_k_matches_exact_evidences():
 
 
 def test_acceptance_rates_are_accepted_over_proposed_counts():
-    idata = _small_run()
+    idata = _small_run().to_inference_data()
     proposed = idata.sample_stats["proposed"].values
     accepted = idata.sample_stats["accepted"].values
     assert list(idata.sample_stats["move"].values) == list(MOVES)
@@ -138,7 +138,7 @@ def test_inference_data_contract_and_log_joint():
     """Active classes fill the first k slots, the rest are NaN; log_joint is the NumPyro log
     density of the k-class model plus ln p(K)."""
     data = _small()
-    idata = _small_run()
+    idata = _small_run().to_inference_data()
     post = idata.posterior
     k = post["k"].values
     assert post["k"].dims == ("chain", "draw") and set(np.unique(k)) <= {1, 2, 3, 4}
@@ -180,6 +180,6 @@ def test_bad_arguments_raise_clear_errors():
         with pytest.raises(lcb.LcbayesError, match=message):
             rjmcmc(data, **kwargs)
     with pytest.raises(lcb.LcbayesError, match="Dataset"):
-        rjmcmc(np.zeros((3, 2), dtype=int))
+        rjmcmc("data.csv")
     with pytest.raises(lcb.LcbayesError, match="'k' variable"):
         posterior_k(az.from_dict(posterior={"class_weights": np.ones((1, 2, 3))}))

@@ -16,6 +16,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 
 from lcbayes import Dataset, Structure, StructureError, dag, hlc, latent_class
@@ -459,8 +460,17 @@ class TestCheckData:
         words = Dataset.from_codes(codes, columns=["a", "b"], labels=[["no", "yes"], [1, 2]])
         s = latent_class(numbers, 2)
         assert s.check_data(numbers) is numbers
-        with pytest.raises(StructureError, match=r"column 'a' has categories.*build the structure"):
+        with pytest.raises(StructureError, match=r"column 'a' has value.*build the structure"):
             s.check_data(words)
+
+    def test_rows_lacking_a_category_are_recoded_to_the_structure_labels(self):
+        full = Dataset.from_codes([[0, 1], [1, 0], [2, 1]], columns=["a", "b"],
+                                  labels=[["x", "y", "z"], [1, 2]])
+        part = Dataset.from_pandas(pd.DataFrame({"a": ["z", "x"], "b": [1, None]}))
+        assert part.labels[0] == ("x", "z")
+        out = latent_class(full, 2).check_data(part)
+        assert out.labels == full.labels
+        np.testing.assert_array_equal(out.codes, [[2, 0], [0, -1]])
 
     def test_different_number_of_categories(self):
         two = Dataset.from_codes([[0, 1], [1, 0]], columns=["a", "b"])
@@ -546,8 +556,24 @@ class TestDescriptions:
         assert [n["name"] for n in d["nodes"]] == list(s.nodes)
         assert d["nodes"][3] == {
             "name": "y2", "cardinality": 5, "hidden": False, "parents": ["s1", "s2"],
+            "labels": list(bg_data.labels[1]),
         }  # fmt: skip
-        assert d["nodes"][0] == {"name": "s1", "cardinality": 2, "hidden": True, "parents": []}
+        assert d["nodes"][0] == {"name": "s1", "cardinality": 2, "hidden": True, "parents": [],
+                                 "labels": [0, 1]}
+
+    def test_from_dict_reads_to_dict_back_with_labels(self, bg_data):
+        for s in (dag(bg_data, BG_TRUE, BG_HIDDEN), hlc(bg_data, HLC_TREE, HLC_CARDS),
+                  latent_class(bg_data, 3)):
+            again = Structure.from_dict(json.loads(json.dumps(s.to_dict())))
+            assert again == s and again.labels == s.labels and again.kind == s.kind
+        words = Dataset.from_codes([[0, 1], [1, 0]], columns=["a", "b"],
+                                   labels=[["no", "yes"], [1, 2]])
+        s = latent_class(words, 2)
+        assert Structure.from_dict(json.loads(json.dumps(s.to_dict()))).labels == s.labels
+
+    def test_from_dict_refuses_a_malformed_description(self):
+        with pytest.raises(StructureError, match="not a structure description"):
+            Structure.from_dict({"kind": "dag"})
 
     def test_to_dict_is_json_ready_with_numpy_cardinalities(self, binary7):
         d = latent_class(binary7, np.int64(2)).to_dict()

@@ -35,6 +35,7 @@ __all__ = [
     "family_posteriors",
     "flat_e_step",
     "flat_log_marginal",
+    "hidden_marginals",
     "hidden_posteriors",
     "log_likelihood",
     "log_marginal",
@@ -126,8 +127,17 @@ def hidden_posteriors(
     structure: Structure, params: Mapping[str, Any], data: Dataset
 ) -> dict[str, np.ndarray]:
     """Posterior marginal of every hidden node for every row: ``{node: (n_rows, r_h)}``."""
-    data, log_tables, patterns, counts = _prepare(structure, params, data)
-    marg = _jit_e_step(structure, log_tables, patterns, counts).hidden_marginals
+    data, log_tables, _, _ = _prepare(structure, params, data)
+    return hidden_marginals(structure, log_tables, data)
+
+
+def hidden_marginals(structure: Structure, log_tables, data: Dataset) -> dict[str, np.ndarray]:
+    """:func:`hidden_posteriors` from log tables (``(q_i, r_i)`` per node, possibly
+    sub-normalised, e.g. VBE's ``E[ln theta]``) and data already checked against the
+    structure (:meth:`~lcbayes.Structure.check_data`)."""
+    patterns, counts = jnp.asarray(data.patterns), jnp.asarray(data.counts)
+    marg = _jit_e_step(structure, tuple(jnp.asarray(t) for t in log_tables), patterns,
+                       counts).hidden_marginals
     return {
         structure.nodes[h]: np.asarray(m)[data.pattern_index]
         for h, m in zip(structure.hidden_nodes, marg, strict=True)

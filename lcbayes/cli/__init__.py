@@ -1,0 +1,58 @@
+"""The ``lcbayes`` command, one module per subcommand:
+
+* ``lcbayes fit`` (:mod:`.fit`): fit one model (EM, VBEM or the exact evidence);
+* ``lcbayes compare`` (:mod:`.compare`): compare candidates by every method;
+* ``lcbayes rjmcmc`` (:mod:`.rjmcmc`): posterior over the number of classes;
+* ``lcbayes demo`` (:mod:`.demo`): the simulated three-class demo and its reports.
+
+Bad input prints a one-line error and exits with status 2. JAX's persistent compilation cache is
+on, so a second run is fast. Options left out keep the defaults of the library function behind
+the subcommand (read from its signature, so the two never disagree).
+
+A structure file is JSON: ``{"kind": "hlc", "tree": {...}, "cardinalities": {...}}`` or
+``{"kind": "dag", "parents": {...}, "hidden": {...}}`` with the arguments of
+:func:`lcbayes.hlc` / :func:`lcbayes.dag`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Sequence
+
+from .._version import __version__
+from ..cache import enable_compilation_cache
+from ..errors import LcbayesError
+from . import compare, demo, fit, rjmcmc
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lcbayes",
+        description="Bayesian model comparison for latent class and other hidden-variable models.",
+    )
+    parser.add_argument("--version", action="version", version=f"lcbayes {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in (fit, compare, rjmcmc, demo):
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``lcbayes`` console script; returns the exit status."""
+    args = _parser().parse_args(argv)
+    enable_compilation_cache()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            status = args.handler(args)
+        except LcbayesError as exc:
+            print(f"lcbayes: error: {exc}", file=sys.stderr)
+            status = 2
+    for w in caught:
+        if issubclass(w.category, UserWarning):
+            print(f"lcbayes: warning: {w.message}", file=sys.stderr)
+    return status

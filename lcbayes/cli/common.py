@@ -1,0 +1,75 @@
+"""What the subcommands of ``lcbayes`` share: usage errors, reading the data file and a
+structure file, defaults read from the engines' signatures, and output paths checked before the
+long computation starts."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from ..constructors import dag, hlc
+from ..data import DEFAULT_MAX_CATEGORIES, Dataset
+from ..errors import LcbayesError
+from ..structure import Structure
+
+__all__ = ["UsageError", "add_data_arguments", "check_output", "default", "engine_options",
+           "read_data", "structure_file"]
+
+
+class UsageError(LcbayesError):
+    """A command-line argument is wrong."""
+
+
+def default(function: Callable, name: str):
+    """The default of ``function``'s argument ``name`` (so the command line never repeats an
+    engine's default)."""
+    return inspect.signature(function).parameters[name].default
+
+
+def engine_options(args: argparse.Namespace, **names: str) -> dict:
+    """``{engine argument: value}`` of the options given on the command line (``names`` maps
+    engine arguments to option attributes); an option left out keeps the engine's default."""
+    return {arg: getattr(args, attr) for arg, attr in names.items()
+            if getattr(args, attr) is not None}
+
+
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """The data file, ``--columns`` and ``--max-categories`` of every data subcommand."""
+    parser.add_argument("data", help="CSV file with a header row; one column per categorical "
+                                     "item")
+    parser.add_argument("--columns", help="comma-separated columns to use (default: all)")
+    parser.add_argument("--max-categories", type=int, default=DEFAULT_MAX_CATEGORIES,
+                        help=f"refuse columns with more distinct values (default "
+                             f"{DEFAULT_MAX_CATEGORIES})")
+
+
+def read_data(args: argparse.Namespace) -> Dataset:
+    """The data file restricted to ``--columns``."""
+    columns = None
+    if args.columns is not None:
+        columns = [c.strip() for c in args.columns.split(",") if c.strip()]
+    return Dataset.from_csv(args.data, columns=columns, max_categories=args.max_categories)
+
+
+def structure_file(path: str, data: Dataset) -> Structure:
+    """The HLC or DAG structure described by a JSON file (``{"kind": "hlc", "tree": ...,
+    "cardinalities": ...}`` or ``{"kind": "dag", "parents": ..., "hidden": ...}``)."""
+    try:
+        spec = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UsageError(f"cannot read structure file {path!r}: {exc}") from None
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    if kind == "hlc":
+        return hlc(data, spec.get("tree", {}), spec.get("cardinalities", {}))
+    if kind == "dag":
+        return dag(data, spec.get("parents", {}), spec.get("hidden", {}))
+    raise UsageError(f"structure file {path!r} must be a JSON object with kind 'hlc' or 'dag'")
+
+
+def check_output(path: str | None, option: str) -> None:
+    """Refuse an output path that cannot be a file before the long computation starts."""
+    if path is not None and Path(path).is_dir():
+        raise UsageError(f"{option} {path!r} is a folder; give a file name")

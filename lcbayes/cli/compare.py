@@ -1,0 +1,138 @@
+"""``lcbayes compare DATA.csv --classes 1-5 [--structure FILE.json ...] [--methods ...]
+[--report out.html] [--markdown out.md] [--json]``: score every candidate by every method
+(:func:`lcbayes.compare`) and print a table, or with ``--json`` one object ``{"rows": [...],
+"metadata": {...}}`` (NaN as ``null``, no progress bars). The ``--methods`` choices come from
+the method registry (:mod:`lcbayes.comparison.registry`); defaults from :func:`lcbayes.compare`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..comparison import compare, default_methods, selectable_methods
+from ..comparison.table import Comparison
+from ..constructors import latent_class
+from ..engines.em import em
+from ..engines.vbem import vbem
+from .common import (
+    UsageError,
+    add_data_arguments,
+    check_output,
+    default,
+    engine_options,
+    read_data,
+    structure_file,
+)
+
+__all__ = ["add_parser", "parse_classes", "run", "write_reports"]
+
+
+def add_parser(sub) -> None:
+    """The ``compare`` subcommand."""
+    cmp = sub.add_parser(
+        "compare", help="compare numbers of classes (and other structures) by every method",
+        description="Score candidate models by BIC, BIC_e, AIC, ICL, Cheeseman-Stutz, VBEM, "
+                    "AIS and (small problems) the exact evidence; print a table with log "
+                    "evidences, posterior model probabilities, Bayes factors and diagnostic "
+                    "flags.")
+    add_data_arguments(cmp)
+    cmp.add_argument("--classes", help="numbers of latent classes: a range 1-5, a list 1,2,4 "
+                                       "or both (2-4,6)")
+    cmp.add_argument("--structure", action="append", default=[],
+                     help="JSON file of an HLC or DAG candidate (repeatable; named by the "
+                          "file name)")
+    cmp.add_argument("--methods", default=",".join(default_methods()),
+                     help=f"comma-separated methods, from {', '.join(selectable_methods())} "
+                          f"(default {','.join(default_methods())})")
+    cmp.add_argument("--restarts", type=int, default=None,
+                     help=f"EM and VBEM starts (default {default(compare, 'restarts')})")
+    cmp.add_argument("--seed", type=int, default=default(compare, "seed"),
+                     help=f"random seed (default {default(compare, 'seed')})")
+    cmp.add_argument("--chains", type=int, default=None,
+                     help=f"AIS chains (default {default(compare, 'ais_chains')})")
+    cmp.add_argument("--temperatures", type=int, default=None,
+                     help=f"AIS temperatures (default {default(compare, 'ais_temperatures')})")
+    cmp.add_argument("--kernel", default=None, choices=["mh", "gibbs"],
+                     help=f"AIS transition kernel (default {default(compare, 'ais_kernel')})")
+    cmp.add_argument("--exact", default="auto", choices=["auto", "yes", "no"],
+                     help="exact evidence: where small enough (auto, default), required (yes) "
+                          "or skipped (no)")
+    cmp.add_argument("--max-terms", type=float, default=None,
+                     help=f"exact evidence size limit (default "
+                          f"{default(compare, 'max_terms'):g})")
+    cmp.add_argument("--max-iter", type=int, default=None,
+                     help=f"EM and VBEM iteration limit (default: the engines', "
+                          f"{default(em, 'max_iter')} and {default(vbem, 'max_iter')})")
+    cmp.add_argument("--report", help="write a self-contained HTML report here")
+    cmp.add_argument("--markdown", help="write a Markdown report here (PNG figures beside it)")
+    cmp.add_argument("--json", action="store_true",
+                     help="print one JSON object {rows, metadata}; no progress bars")
+    cmp.set_defaults(handler=run)
+
+
+def parse_classes(text: str) -> list[int]:
+    """``"1-5"`` -> ``[1, 2, 3, 4, 5]``; ``"1,2,4"``, ``"2-4,6"`` and ``"3"`` work too."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        lo, sep, hi = part.partition("-")
+        try:
+            values = [int(lo)] if not sep else [int(lo), int(hi)]
+        except ValueError:
+            raise UsageError(f"bad --classes {text!r}: expected numbers and ranges such as "
+                             "1-5 or 1,2,4") from None
+        if min(values) < 1:
+            raise UsageError(f"bad --classes {text!r}: numbers of classes must be >= 1")
+        if sep and values[1] < values[0]:
+            raise UsageError(f"bad --classes {text!r}: the range {part} runs backwards; "
+                             f"write {values[1]}-{values[0]}")
+        out += list(range(values[0], values[-1] + 1))
+    if len(set(out)) != len(out):
+        raise UsageError(f"bad --classes {text!r}: a number of classes appears twice")
+    return out
+
+
+def write_reports(comp: Comparison, html_path: str | None, md_path: str | None,
+                  **report_args) -> list[str]:
+    """Write the HTML and Markdown reports asked for; returns the paths written."""
+    written = []
+    try:
+        if html_path is not None:
+            written.append(str(comp.to_html(html_path, **report_args)))
+        if md_path is not None:
+            comp.to_markdown(md_path, **report_args)
+            written.append(str(md_path))
+    except OSError as exc:
+        raise UsageError(f"cannot write the report: {exc}") from None
+    return written
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.classes is None and not args.structure:
+        raise UsageError("give --classes (e.g. 1-5) and/or --structure FILE.json")
+    ks = parse_classes(args.classes) if args.classes is not None else []
+    check_output(args.report, "--report")
+    check_output(args.markdown, "--markdown")
+    data = read_data(args)
+    candidates = {f"LC({k})": latent_class(data, k) for k in ks}
+    for path in args.structure:
+        name = Path(path).stem
+        if name in candidates:
+            raise UsageError(f"two candidates are called {name!r}; rename a structure file")
+        candidates[name] = structure_file(path, data)
+    options = engine_options(args, restarts="restarts", ais_chains="chains",
+                             ais_temperatures="temperatures", ais_kernel="kernel",
+                             max_terms="max_terms", max_iter="max_iter")
+    comp = compare(data, candidates, methods=args.methods, seed=args.seed,
+                   exact={"auto": "auto", "yes": True, "no": False}[args.exact],
+                   progress=False if args.json else None, **options)
+    written = write_reports(comp, args.report, args.markdown)
+    if args.json:
+        print(json.dumps(comp.to_dict()))
+    else:
+        print(comp.summary())
+        for path in written:
+            print(f"wrote {path}")
+    return 0

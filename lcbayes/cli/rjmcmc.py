@@ -1,0 +1,161 @@
+"""``lcbayes rjmcmc DATA.csv [--max-classes K] [--draws N] [--warmup N] [--chains C]
+[--seed S] [--prior-k uniform|poisson] [--relabel stephens|ecr|pivot|constraint]
+[--report out.html] [--markdown out.md] [--json]``: sample the posterior over the number of
+classes ``K = 1 .. max_classes`` and the parameters by reversible jump (:func:`lcbayes.rjmcmc`,
+whose defaults the options keep), relabel the draws with the most visited ``K`` and summarise
+them with ArviZ (:func:`lcbayes.diagnostics`: R-hat, bulk and tail ESS).
+
+It prints the posterior of ``K``, the acceptance rate of every move type and the summary table,
+or with ``--json`` one object (:func:`rjmcmc_summary`): ``posterior_k`` and ``prior_k`` as
+``{"K": probability}`` (JSON object keys are strings: ``"1"`` .. ``"max_classes"``),
+``modal_k``, ``acceptance`` (``{move: rate}``, ``null`` for a move never proposed) and
+``proposed`` (``{move: count}``), ``k_diagnostics`` (R-hat and ESS of the trace of ``k``),
+``diagnostics`` (R-hat/ESS summary after relabelling on ``modal_k``: ``max_rhat``,
+``min_ess_bulk``, ``flagged`` and the table ``summary``), ``relabelling``, ``seconds``,
+``sampler_seconds``, ``n_rows``, ``n_patterns``, ``columns``, ``seed``, ``draws``, ``warmup``,
+``chains``, ``thin``, ``max_classes``. ``--report`` writes the diagnostics (tables and
+figures) as one self-contained HTML file, ``--markdown`` as Markdown with PNG figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from ..data import Dataset
+from ..render import json_value
+from ..samplers.diagnostics import Diagnostics, diagnostics
+from ..samplers.relabelling import METHODS as RELABEL_METHODS
+from ..samplers.results import RJMCMCResult
+from ..samplers.rjmcmc import MOVES, rjmcmc
+from .common import UsageError, add_data_arguments, check_output, default, read_data
+
+__all__ = ["add_parser", "rjmcmc_summary", "run"]
+
+
+def add_parser(sub) -> None:
+    """The ``rjmcmc`` subcommand."""
+    rj = sub.add_parser(
+        "rjmcmc", help="posterior over the number of classes by reversible-jump MCMC",
+        description="Sample the number of classes K = 1..MAX_CLASSES and the parameters of a "
+                    "latent class model by reversible jump (Gibbs updates, split/merge and "
+                    "birth/death moves; Dirichlet(1) priors unless --prior), relabel the draws "
+                    "with the most visited K and print the posterior of K, the acceptance "
+                    "rates and an ArviZ summary (R-hat, bulk and tail ESS).")
+    add_data_arguments(rj)
+    for option, name, text in (
+            ("--max-classes", "max_classes", "largest number of classes K"),
+            ("--draws", "draws", "kept draws per chain"),
+            ("--warmup", "warmup", "sweeps discarded before the first kept draw"),
+            ("--chains", "chains", "independent chains"),
+            ("--thin", "thin", "keep every THIN-th sweep"),
+            ("--seed", "seed", "random seed")):
+        rj.add_argument(option, type=int, default=default(rjmcmc, name),
+                        help=f"{text} (default {default(rjmcmc, name)})")
+    rj.add_argument("--prior-k", default=default(rjmcmc, "prior_k"),
+                    choices=["uniform", "poisson"],
+                    help="prior of K on 1..MAX_CLASSES: uniform (default) or poisson "
+                         "(Poisson(1) truncated, proportional to 1/K!)")
+    rj.add_argument("--prior", type=float, default=None,
+                    help="Dirichlet pseudo-count of the class weights and item tables "
+                         "(default 1)")
+    rj.add_argument("--relabel", default="stephens", choices=list(RELABEL_METHODS),
+                    help="relabelling before the diagnostics (default stephens)")
+    rj.add_argument("--report", help="write the diagnostics as a self-contained HTML file here")
+    rj.add_argument("--markdown", help="write the diagnostics as Markdown here (PNG figures "
+                                       "beside it)")
+    rj.add_argument("--json", action="store_true", help="print one JSON object")
+    rj.set_defaults(handler=run)
+
+
+def rjmcmc_summary(result: RJMCMCResult, diag: Diagnostics, data: Dataset) -> dict:
+    """The JSON object of ``lcbayes rjmcmc`` (module docstring) from the reversible jump
+    ``result``, its diagnostics ``diag`` and the data; ``seconds`` is added by the caller.
+    NaN becomes ``None``; keys of ``posterior_k`` and ``prior_k`` are strings."""
+    idata = result.to_inference_data()
+    attrs = idata.posterior.attrs
+    table = diag.to_dict()
+    proposed = idata.sample_stats["proposed"].sum(("chain", "draw")).values
+    k_row = diag.table.loc["k"] if "k" in diag.table.index else None
+    return json_value({
+        "n_rows": data.n_rows, "n_patterns": data.n_patterns, "columns": list(data.columns),
+        "max_classes": attrs["max_classes"], "draws": attrs["draws"],
+        "warmup": attrs["warmup"], "chains": attrs["chains"], "thin": attrs["thin"],
+        "seed": attrs["seed"],
+        "prior_k": json.loads(attrs["prior_k_json"]),
+        "posterior_k": {str(k): p for k, p in result.posterior_k.items()},
+        "modal_k": diag.k,
+        "acceptance": result.acceptance,
+        "proposed": {move: int(n) for move, n in zip(MOVES, proposed, strict=True)},
+        "k_diagnostics": {c: (k_row[c] if k_row is not None else None)
+                          for c in ("r_hat", "ess_bulk", "ess_tail")},
+        "relabelling": table["relabelling"],
+        "diagnostics": {key: table[key] for key in (
+            "k", "chains", "draws", "rhat_threshold", "max_rhat", "min_ess_bulk", "flagged",
+            "summary")},
+        "sampler_seconds": result.seconds,
+    })
+
+
+def _text(out: dict, diag: Diagnostics, path: str) -> str:
+    """The plain output: settings, posterior of K, moves, diagnostics."""
+    lines = [
+        f"Reversible-jump MCMC over the number of latent classes: {path}",
+        f"{out['n_rows']} rows ({out['n_patterns']} patterns), {len(out['columns'])} items; "
+        f"K = 1..{out['max_classes']}; seed {out['seed']}",
+        f"{out['chains']} chains x {out['draws']} draws after {out['warmup']} warm-up sweeps "
+        f"(thin {out['thin']}); {out['sampler_seconds']:.1f} s sampling (compiling included)",
+        "",
+        "Posterior of the number of classes K:",
+        "   K  prior    p(K | y)",
+    ]
+    for k, p in out["posterior_k"].items():
+        bar = "#" * round(40 * p)
+        lines.append(f"{k:>4}  {out['prior_k'][k]:.3f}  {p:8.4f}  {bar}".rstrip())
+    lines += ["", "Acceptance rates per move type (accepted / proposed):"]
+    for move in MOVES:
+        rate = out["acceptance"][move]
+        text = "never proposed" if rate is None else f"{rate:.4f}"
+        lines.append(f"  {move:<6} {text} of {out['proposed'][move]}")
+    k_diag = out["k_diagnostics"]
+    if k_diag["ess_bulk"] is not None:
+        rhat = "n/a" if k_diag["r_hat"] is None else f"{k_diag['r_hat']:.3f}"
+        lines.append(f"trace of k: R-hat {rhat}, bulk ESS {k_diag['ess_bulk']:.0f}, "
+                     f"tail ESS {k_diag['ess_tail']:.0f}")
+    # the diagnostics' own summary, less its posterior of K (printed above)
+    lines += ["", *(line for line in diag.summary().splitlines()
+                    if not line.startswith("posterior of K:"))]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    check_output(args.report, "--report")
+    check_output(args.markdown, "--markdown")
+    if args.prior is not None and not (np.isfinite(args.prior) and args.prior > 0):
+        raise UsageError(f"--prior must be a positive number, got {args.prior}")
+    data = read_data(args)
+    result = rjmcmc(data, max_classes=args.max_classes, draws=args.draws, warmup=args.warmup,
+                    chains=args.chains, prior_k=args.prior_k, seed=args.seed,
+                    prior="dirichlet" if args.prior is None else args.prior, thin=args.thin)
+    diag = diagnostics(result, relabel_method=args.relabel)
+    try:
+        if args.report is not None:
+            diag.to_html(args.report)
+        if args.markdown is not None:
+            diag.to_markdown(args.markdown)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report: {exc}") from None
+    out = rjmcmc_summary(result, diag, data)
+    out["seconds"] = time.perf_counter() - start
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(_text(out, diag, args.data))
+        for path in (args.report, args.markdown):
+            if path is not None:
+                print(f"wrote {path}")
+    return 0

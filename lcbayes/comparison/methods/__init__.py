@@ -1,0 +1,23 @@
+"""The built-in methods of :func:`lcbayes.compare`, one module each; importing this package
+registers them (in this order, which is the order of the table's columns)::
+
+    bic, bic_e, aic, icl, cs, bicp    scores of one ML EM fit
+    vbem                              the variational lower bound F (+ ln S)
+    ais                               annealed importance sampling of ln p(y | m)
+    exact                             the exact evidence, where the sum is small enough
+
+To add a method, write a module like these (a :class:`~lcbayes.comparison.Method` called
+``METHOD``) and add it to :data:`BUILT_IN` below, or call :func:`lcbayes.comparison.register`
+from your own code.
+"""
+
+from __future__ import annotations
+
+from .. import needs  # noqa: F401  (registers the engine runs the methods need)
+from ..registry import register
+from . import aic, ais, bic, bic_e, bicp, cs, exact, icl, vbem
+
+__all__ = ["BUILT_IN"]
+
+#: The built-in methods, registered in this order (the order of the table's columns).
+BUILT_IN = tuple(register(m.METHOD) for m in (bic, bic_e, aic, icl, cs, bicp, vbem, ais, exact))

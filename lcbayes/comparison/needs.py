@@ -1,0 +1,85 @@
+"""The engine runs behind the comparison's methods (registry :class:`~.registry.Need`), run once
+per candidate in this order: the exact evidence (where small enough), the effective dimension,
+one maximum-likelihood EM fit, VBEM, AIS.
+
+* ``exact``: :func:`lcbayes.exact_evidence` with ``max_terms``; a problem too large for it gives
+  no result and a note (or stops the comparison when ``exact=True``).
+* ``effective_dimension``: :func:`lcbayes.effective_dimension` (seed 0), for ``d_e``.
+* ``em``: :func:`lcbayes.em`, ``restarts`` starts with ``seed``; provides ``loglik``.
+* ``vbem``: :func:`lcbayes.vbem`, the better of ``restarts`` prior-draw starts and, when the EM
+  fit exists, one run started from it (so ``elbo >= cs``, Beal & Ghahramani Corollary 6.2).
+* ``ais``: :func:`lcbayes.ais` with ``ais_chains``, ``ais_temperatures`` and ``ais_kernel``.
+
+:class:`CandidateFits` hands a candidate's results to the methods' ``values``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..dimension import effective_dimension
+from ..engines.ais import ais
+from ..engines.em import em
+from ..engines.exact import exact_evidence
+from ..engines.vbem import vbem
+from ..structure import Structure
+from .registry import Column, Need, register_need
+
+__all__ = ["CandidateFits"]
+
+
+@dataclass(frozen=True)
+class CandidateFits:
+    """One candidate's engine results: ``fits.em``, ``fits.vbem``, ``fits.ais``,
+    ``fits.exact`` (``None`` where the need did not run or had no result) and
+    ``fits.effective_dimension``; ``fits.get(name)`` for any registered need."""
+
+    structure: Structure
+    results: Mapping[str, Any]
+
+    def get(self, name: str) -> Any:
+        return self.results.get(name)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return object.__getattribute__(self, "results").get(name)
+
+
+def _exact(structure, data, settings, fits):
+    return exact_evidence(structure, data, max_terms=settings["max_terms"])
+
+
+def _effective_dimension(structure, data, settings, fits):
+    return effective_dimension(structure)
+
+
+def _em(structure, data, settings, fits):
+    return em(structure, data, restarts=settings["restarts"], seed=settings["seed"],
+              **settings["iter_args"])
+
+
+def _vbem(structure, data, settings, fits):
+    best = vbem(structure, data, restarts=settings["restarts"], seed=settings["seed"],
+                **settings["iter_args"])
+    if fits.get("em") is not None:  # Corollary 6.2: started from the EM fit, F >= CS
+        from_fit = vbem(structure, data, init=fits["em"], **settings["iter_args"])
+        if from_fit.elbo > best.elbo:
+            best = from_fit
+    return best
+
+
+def _ais(structure, data, settings, fits):
+    return ais(structure, data, chains=settings["ais_chains"],
+               temperatures=settings["ais_temperatures"], seed=settings["seed"],
+               kernel=settings["ais_kernel"], progress=settings["progress"])
+
+
+register_need(Need("exact", "exact", _exact, too_large=True))
+register_need(Need("effective_dimension", "effective dimension", _effective_dimension))
+register_need(Need("em", "EM", _em, columns=(Column("loglik", "loglik"),),
+                   values=lambda fit: {"loglik": fit.loglik}))
+register_need(Need("vbem", "VBEM", _vbem))
+register_need(Need("ais", "AIS", _ais))

@@ -1,0 +1,308 @@
+"""Reports of a :class:`~lcbayes.comparison.table.Comparison`: plain text, one self-contained
+HTML file, Markdown with PNG figures.
+
+The HTML report embeds every figure as a base64 PNG (:mod:`.figures`, :mod:`lcbayes.render`)
+and holds: a "how to read this" paragraph, the score table and the evidence table (best value
+per column in bold, flagged cells highlighted), the flags explained, the figures, the
+candidates' structures and the run's metadata (versions, seeds, settings, seconds, data). Column
+headings come from the method registry (:mod:`.registry`).
+
+Example::
+
+    comp = lcb.compare(data, classes=range(1, 6))
+    comp.to_html("reports/survey.html")
+    print(comp.to_markdown("reports/survey.md"))   # also writes reports/survey-*.png
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from ..render import (
+    fmt,
+    html_document,
+    html_figure,
+    html_table,
+    kv_table,
+    md_table,
+    text_html,
+    write_text,
+)
+from ..render import (
+    text_table as aligned_lines,
+)
+from . import registry
+from .figures import CAPTIONS
+
+if TYPE_CHECKING:
+    from .table import Comparison
+
+__all__ = ["HOW_TO_READ", "headings", "markdown", "text_table", "write_html"]
+
+#: Headings of the columns every report has (methods add theirs, :func:`headings`).
+BASE_HEADINGS = {
+    "name": "model", "n_classes": "K", "n_parameters": "d", "effective_dimension": "d_e",
+    "loglik": "loglik", "log_evidence": "ln p(y|m)", "evidence_method": "from",
+    "posterior_prob": "p(m|y)", "log_bayes_factor": "ln BF vs best", "flags": "flags",
+}
+
+HOW_TO_READ = (
+    "Every score is on the natural-log evidence scale, an approximation of ln p(y | m), so "
+    "higher is better and differences are log Bayes factors. BIC = loglik - d/2 ln N with d "
+    "free parameters and N observed rows (poLCA's BIC is -2 times this); BIC_e uses the "
+    "effective dimension d_e; AIC = loglik - d; ICL = BIC minus the entropy of the class "
+    "memberships. CS (Cheeseman-Stutz) and VB F are lower bounds on ln p(y | m) that see one "
+    "of the S equivalent labellings of the hidden states; the starred columns are these "
+    "bounds, the unstarred ones add ln S, the usual large-sample correction. AIS (annealed "
+    "importance sampling) estimates ln p(y | m) itself, with a standard error from its chains; "
+    "it is biased low when its schedule is too short, which shows as AIS below the VB bound "
+    "(flag ais_below_vbem). 'exact' is the exact evidence where the sum is small enough. "
+    "ln p(y|m) is the best estimate per row (exact, else AIS, else VB F + ln S; column "
+    "'from'), and p(m|y) the posterior probability of each candidate under a uniform prior "
+    "over the candidates, with a 95% interval from the AIS standard errors (exact and VB "
+    "values are held fixed: the VB gap to the evidence is not quantified). In every score "
+    "column that scores every candidate the best value is in bold; flagged cells are "
+    "highlighted."
+)
+
+
+def headings() -> dict[str, str]:
+    """``{column: heading}`` of every column a report can show."""
+    out = dict(BASE_HEADINGS)
+    for m in registry.methods():
+        out.update({c.name: c.heading for c in m.columns})
+    return out
+
+
+# ---------------------------------------------------------------------- cells
+def _score_columns(comp: Comparison) -> list[str]:
+    frame = comp.to_frame()
+    hidden = {c.name for m in registry.methods() for c in m.columns if not c.in_report}
+    cols = ["name", "n_classes", "n_parameters", "effective_dimension"]
+    if "loglik" in frame:
+        cols.append("loglik")
+    cols += [c for c in comp.score_columns if c not in hidden]
+    if frame["n_classes"].isna().all():
+        cols.remove("n_classes")
+    return cols
+
+
+def _evidence_columns() -> list[str]:
+    return ["name", "log_evidence", "evidence_method", "posterior_prob", "log_bayes_factor",
+            "flags"]
+
+
+def _best(frame: pd.DataFrame, column: str) -> float:
+    """The column's best value, or NaN unless every candidate has one (as for the ranks)."""
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+    return np.max(values) if np.isfinite(values).all() else np.nan
+
+
+def _is_best(comp: Comparison, frame: pd.DataFrame, i: int, column: str) -> bool:
+    ranked = column in comp.ranked_columns.values()
+    return ranked and bool(np.isclose(frame.iloc[i][column], _best(frame, column)))
+
+
+def _cell(frame: pd.DataFrame, i: int, column: str) -> str:
+    row = frame.iloc[i]
+    if column == "ais" and np.isfinite(row["ais"]):
+        return f"{row['ais']:.2f} ± {fmt(row['ais_stderr'])} (ESS {fmt(row['ais_ess'], 1)})"
+    if column == "posterior_prob" and np.isfinite(row["posterior_prob"]):
+        return (f"{row['posterior_prob']:.3f} [{row['posterior_low']:.3f}, "
+                f"{row['posterior_high']:.3f}]")
+    if column == "log_evidence" and np.isfinite(row["log_evidence"]) and np.isfinite(
+            row["log_evidence_stderr"]) and row["log_evidence_stderr"] > 0:
+        return f"{row['log_evidence']:.2f} ± {row['log_evidence_stderr']:.2f}"
+    return fmt(row[column])
+
+
+def _cells(comp: Comparison, frame: pd.DataFrame, cols: list[str], mark) -> list[list[str]]:
+    """Text cells, the best value of each ranked column passed through ``mark``."""
+    rows = []
+    for i in range(len(frame)):
+        cells = []
+        for c in cols:
+            text = _cell(frame, i, c)
+            cells.append(mark(text) if text and _is_best(comp, frame, i, c) else text)
+        rows.append(cells)
+    return rows
+
+
+def _star(text: str) -> str:
+    """The plain-text best-value mark: ``*`` after the value (before any ``±``)."""
+    return text.replace(" ±", "* ±", 1) if " ±" in text else text + "*"
+
+
+# ---------------------------------------------------------------------- plain text
+def text_table(comp: Comparison) -> str:
+    """The comparison as aligned plain text: scores (best per column marked ``*``), the
+    evidence table, and the flags explained."""
+    frame = comp.to_frame()
+    lines = [f"Model comparison on {comp.data.n_rows} rows x {comp.data.n_columns} columns "
+             f"({comp.data.n_patterns} patterns); natural-log evidence scale, higher is "
+             "better; * marks the best value per column"]
+    names = headings()
+    for cols in (_score_columns(comp), _evidence_columns()):
+        lines.append("")
+        lines += aligned_lines([names.get(c, c) for c in cols],
+                               _cells(comp, frame, cols, _star))
+    lines += _flag_lines(frame)
+    if comp.best is not None:
+        lines += ["", f"Highest log evidence: {comp.best}"]
+    return "\n".join(lines)
+
+
+def _present_flags(frame: pd.DataFrame) -> list[str]:
+    return sorted({f for flags in frame["flags"] for f in flags.split(",") if f})
+
+
+def _flag_lines(frame: pd.DataFrame) -> list[str]:
+    notes = [(n, f) for n, f in zip(frame["name"], frame["flag_notes"], strict=True) if f]
+    if not notes:
+        return ["", "Flags: none"]
+    lines = ["", "Flags:"]
+    lines += [f"  {f}: {registry.flag(f).description}" for f in _present_flags(frame)]
+    lines += [f"  {name}: {note}" for name, note in notes]
+    return lines
+
+
+# ---------------------------------------------------------------------- HTML
+def _html_table(comp: Comparison, frame: pd.DataFrame, cols: list[str]) -> str:
+    names = headings()
+    body = [[html.escape(t) for t in row]
+            for row in _cells(comp, frame, cols, lambda t: f"\x00{t}\x01")]
+    body = [[t.replace("\x00", "<b>").replace("\x01", "</b>") for t in row] for row in body]
+    row_classes, cell_classes = [], []
+    for i in range(len(frame)):
+        raised = [f for f in frame.iloc[i]["flags"].split(",") if f]
+        marked = {c for f in raised for c in registry.flag(f).cells}
+        row_classes.append("flagged" if raised else "")
+        cell_classes.append([" ".join((["flag"] if c in marked else [])
+                                      + (["flags"] if c == "flags" else [])) for c in cols])
+    return html_table([names.get(c, c) for c in cols], body, row_classes, cell_classes,
+                      escape=False)
+
+
+def _plain_table(frame: pd.DataFrame) -> str:
+    return html_table([str(c) for c in frame.columns],
+                      [[fmt(v, 3) for v in row] for row in frame.itertuples(index=False)])
+
+
+def _metadata_items(comp: Comparison) -> dict[str, dict]:
+    meta = comp.metadata()
+    data = meta["data"]
+    return {
+        "Data": {"rows": data["n_rows"], "rows with an observed value":
+                 data["n_observed_rows"], "columns": ", ".join(data["columns"]),
+                 "categories": ", ".join(map(str, data["cardinalities"])),
+                 "distinct patterns": data["n_patterns"]},
+        "Settings": {"methods": ", ".join(meta["methods"]), **meta["settings"]},
+        "Seeds": meta["seeds"],
+        "Seconds": {k: f"{v:.2f}" for k, v in meta["seconds"].items()},
+        "Versions": meta["versions"],
+        "Thresholds": meta["thresholds"],
+    }
+
+
+def _flags_html(frame: pd.DataFrame) -> str:
+    if not frame["flag_notes"].astype(bool).any():
+        return "<p class='note'>No flags.</p>"
+    items = "".join(f"<li><code>{f}</code>: {html.escape(registry.flag(f).description)}</li>"
+                    for f in _present_flags(frame))
+    rows = "".join(f"<li><b>{html.escape(n)}</b>: {html.escape(note)}</li>"
+                   for n, note in zip(frame["name"], frame["flag_notes"], strict=True) if note)
+    return f"<h3>Flags</h3><ul>{items}</ul><ul>{rows}</ul>"
+
+
+def write_html(comp: Comparison, path: str | Path, title: str | None = None,
+               sections: Mapping[str, str | pd.DataFrame] | None = None) -> Path:
+    """Write the self-contained HTML report to ``path``; returns the path.
+
+    ``sections`` adds ``{heading: text or DataFrame}`` after the introduction (e.g. the true
+    parameters of simulated data)."""
+    frame = comp.to_frame()
+    title = title or f"lcbayes model comparison: {', '.join(comp.names)}"
+    parts = [f"<h1>{html.escape(title)}</h1>",
+             f"<p class='note'>{comp.data.n_rows} rows x {comp.data.n_columns} columns "
+             f"({comp.data.n_patterns} distinct patterns); methods: "
+             f"{html.escape(', '.join(comp.methods))}; seed {comp.seeds['em']}; "
+             f"highest log evidence: <b>{html.escape(str(comp.best))}</b></p>",
+             "<h2>How to read this</h2>", f"<p>{html.escape(HOW_TO_READ)}</p>"]
+    for heading, content in (sections or {}).items():
+        parts.append(f"<h2>{html.escape(heading)}</h2>")
+        parts.append(_plain_table(content) if isinstance(content, pd.DataFrame)
+                     else text_html(content))
+    parts += ["<h2>Scores</h2>", _html_table(comp, frame, _score_columns(comp)),
+              "<h2>Evidence and posterior model probabilities</h2>",
+              _html_table(comp, frame, _evidence_columns()), _flags_html(frame)]
+    notes = {n: note for n, note in zip(comp.names, comp.exact_notes, strict=True) if note}
+    if notes and comp.settings.get("exact") is not False:
+        parts.append("<p class='note'>No exact evidence for " + "; ".join(
+            f"{html.escape(n)} ({html.escape(v)})" for n, v in notes.items()) + ".</p>")
+    parts.append("<h2>Figures</h2>")
+    parts += [html_figure(key, data, CAPTIONS[key]) for key, data in comp.figure_pngs().items()]
+    parts.append("<h2>Candidates</h2>")
+    for name, s in zip(comp.names, comp.structures, strict=True):
+        parts.append(f"<details><summary>{html.escape(name)} ({s.kind}, d = "
+                     f"{s.n_parameters})</summary><pre>{html.escape(s.describe())}</pre>"
+                     "</details>")
+    parts.append("<h2>Run</h2>")
+    for heading, items in _metadata_items(comp).items():
+        parts.append(f"<h3>{html.escape(heading)}</h3>{kv_table(items)}")
+    return write_text(path, html_document(title, "\n".join(parts)))
+
+
+# ---------------------------------------------------------------------- Markdown
+def markdown(comp: Comparison, path: str | Path | None = None, title: str | None = None,
+             sections: Mapping[str, str | pd.DataFrame] | None = None) -> str:
+    """The report as Markdown (tables, flags, metadata). With ``path`` it is written there and
+    the figures are saved beside it as ``<stem>-<figure>.png`` and linked."""
+    frame = comp.to_frame()
+    names = headings()
+    title = title or f"lcbayes model comparison: {', '.join(comp.names)}"
+    lines = [f"# {title}", "",
+             f"{comp.data.n_rows} rows x {comp.data.n_columns} columns "
+             f"({comp.data.n_patterns} distinct patterns); methods: {', '.join(comp.methods)}; "
+             f"seed {comp.seeds['em']}; highest log evidence: **{comp.best}**.", "",
+             "## How to read this", "", HOW_TO_READ, ""]
+    for heading, content in (sections or {}).items():
+        lines += [f"## {heading}", ""]
+        if isinstance(content, pd.DataFrame):
+            lines += md_table([str(c) for c in content.columns],
+                              [[fmt(v, 3) for v in row]
+                               for row in content.itertuples(index=False)])
+        else:
+            lines.append(content.strip())
+        lines.append("")
+    for heading, cols in (("Scores", _score_columns(comp)),
+                          ("Evidence and posterior model probabilities", _evidence_columns())):
+        lines += [f"## {heading}", "",
+                  *md_table([names.get(c, c) for c in cols],
+                            _cells(comp, frame, cols, lambda t: f"**{t}**")), ""]
+    flag_lines = _flag_lines(frame)[1:]
+    lines += ["## Flags", ""]
+    lines += (["None."] if flag_lines == ["Flags: none"]
+              else [f"* {line.strip()}" for line in flag_lines[1:]])
+    lines.append("")
+    if path is not None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines += ["## Figures", ""]
+        for key, data in comp.figure_pngs().items():
+            image = path.with_name(f"{path.stem}-{key.replace('_', '-')}.png")
+            image.write_bytes(data)
+            lines += [f"![{key}]({image.name})", "", f"*{CAPTIONS[key]}*", ""]
+    lines += ["## Run", ""]
+    for heading, items in _metadata_items(comp).items():
+        lines += [f"**{heading}**: " + "; ".join(f"{k} = {fmt(v, 3)}"
+                                                 for k, v in items.items()), ""]
+    text = "\n".join(lines)
+    if path is not None:
+        write_text(path, text)
+    return text

@@ -1,0 +1,181 @@
+""":func:`compare`: run the engines every requested method needs on every candidate, then build
+the table (:class:`~.table.Comparison`).
+
+The run is: check the arguments and the candidates (:mod:`.candidates`); from the requested
+methods (:mod:`.registry`) find the engine runs they need (:mod:`.needs`); run those on every
+candidate in registration order (the exact evidence first, then the effective dimension, EM,
+VBEM, AIS), each with the same ``seed``, so any row can be reproduced by calling the engine
+directly; record settings, seeds, seconds and versions. Candidates of one shape would share a
+compiled program (engines compile once per structure shape and reuse it); the structures of one
+comparison differ, so each compiles its own.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import inspect
+import platform
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal
+
+import jax
+import pandas as pd
+
+from .._version import __version__
+from ..data import Dataset
+from ..engines.ais import ais
+from ..engines.em import em
+from ..errors import LcbayesError, TooLargeError
+from ..structure import Structure
+from ..validation import Seed, as_dataset, check_int, check_seed, seed_record
+from . import registry
+from .candidates import candidates as candidate_list
+from .candidates import check_methods
+from .table import Comparison
+
+__all__ = ["EXACT_MAX_TERMS", "compare"]
+
+#: Default ``max_terms`` of the exact evidence (about a fifth of a second of work).
+EXACT_MAX_TERMS = 2e5
+
+_AIS = inspect.signature(ais).parameters
+_EM = inspect.signature(em).parameters
+
+
+def versions() -> dict[str, str]:
+    """lcbayes, Python and package versions, the platform and the JAX backend."""
+    out = {"lcbayes": __version__, "python": platform.python_version()}
+    for name in ("jax", "jaxlib", "numpyro", "arviz", "numpy", "scipy", "pandas", "matplotlib"):
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+            out[name] = "not installed"
+    out["platform"] = platform.platform()
+    out["jax_backend"] = jax.default_backend()
+    return out
+
+
+def _needed(methods: tuple[str, ...], exact) -> list[registry.Need]:
+    """The engine runs of the requested methods (and the exact evidence unless ``exact`` is
+    ``False``), with the effective dimension always, in registration order."""
+    names = {"effective_dimension"}
+    for m in registry.methods():
+        if m.name in methods or (not m.selectable and exact is not False):
+            names.update(m.needs)
+    return [n for n in registry.needs() if n.name in names]
+
+
+def compare(
+    data: Dataset | pd.DataFrame,
+    candidates: Sequence[Structure] | Mapping[str, Structure] | None = None,
+    *,
+    classes: Iterable[int] | int | None = None,
+    methods: Sequence[str] | str | None = None,
+    seed: Seed = 0,
+    restarts: int = _EM["restarts"].default,
+    ais_chains: int = _AIS["chains"].default,
+    ais_temperatures: int = _AIS["temperatures"].default,
+    ais_kernel: Literal["mh", "gibbs"] = _AIS["kernel"].default,
+    exact: bool | Literal["auto"] = "auto",
+    max_terms: float = EXACT_MAX_TERMS,
+    max_iter: int | None = None,
+    progress: bool | None = None,
+) -> Comparison:
+    """Score every candidate structure by every requested method.
+
+    Args:
+        data: the data (a :class:`~lcbayes.Dataset`, or a DataFrame of categorical columns).
+        candidates: structures on the columns of ``data`` (any kind, all on the same columns),
+            as a list (named ``"LC(3)"``, ``"HLC(...)"``, ``"DAG(...)"``) or ``{name:
+            structure}``. Give this or ``classes``.
+        classes: numbers of latent classes, e.g. ``range(1, 6)``: shorthand for
+            ``[lcb.latent_class(data, k) for k in classes]``.
+        methods: names of registered methods (:func:`lcbayes.comparison.selectable_methods`;
+            built in: ``bic``, ``bic_e``, ``aic``, ``icl``, ``cs``, ``bicp`` (one ML EM fit
+            serves all six), ``vbem``, ``ais``), a list or comma-separated. Default: every
+            default method (all but ``bicp``). Only what they need runs.
+        seed: every engine runs with this seed (so any row can be reproduced by calling the
+            engine directly), and so do the posterior Monte Carlo draws. The same seed gives
+            the same table (apart from ``seconds``).
+        restarts: random starts of EM and of VBEM.
+        ais_chains, ais_temperatures, ais_kernel: AIS chains, annealing steps and kernel
+            (:func:`lcbayes.ais`, Beal's schedule).
+        exact: ``"auto"`` computes the exact evidence where it needs at most ``max_terms``
+            terms (a structure with nothing hidden to sum, e.g. one class, always), ``True``
+            requires it (:class:`~lcbayes.TooLargeError` otherwise), ``False`` skips it.
+        max_terms: the exact evidence's limit on distinct count tables.
+        max_iter: iteration limit of EM and VBEM (default: theirs, 2000 and 1000).
+        progress: a progress bar over the candidates (and AIS temperatures) on stderr;
+            ``None``: when stderr is a terminal.
+
+    Returns:
+        A :class:`~lcbayes.Comparison`; ``.to_frame()`` is the table.
+    """
+    if isinstance(data, pd.DataFrame):
+        data = as_dataset(data)
+    if not isinstance(data, Dataset):
+        raise LcbayesError(f"data must be a lcbayes Dataset or a pandas DataFrame, got "
+                           f"{type(data).__name__}")
+    methods = check_methods(methods)
+    if exact not in ("auto", True, False):
+        raise LcbayesError(f"exact must be 'auto', True or False, got {exact!r}")
+    seed = check_seed(seed)
+    restarts = check_int(restarts, "restarts", 1)
+    ais_chains = check_int(ais_chains, "ais_chains", 1)
+    ais_temperatures = check_int(ais_temperatures, "ais_temperatures", 1)
+    if ais_kernel not in ("mh", "gibbs"):
+        raise LcbayesError(f"ais_kernel must be 'mh' or 'gibbs', got {ais_kernel!r}")
+    names, structures = candidate_list(data, candidates, classes)
+    data = structures[0].check_data(data)
+    needed = _needed(methods, exact)
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+    settings = {"seed": seed, "restarts": restarts, "ais_chains": ais_chains,
+                "ais_temperatures": ais_temperatures, "ais_kernel": ais_kernel,
+                "max_terms": max_terms, "progress": show,
+                "iter_args": {} if max_iter is None else {"max_iter": max_iter}}
+    fits = {n.name: [] for n in needed}
+    notes: list[str | None] = []
+    seconds = dict.fromkeys((n.name for n in registry.needs()), 0.0)
+    started = time.perf_counter()
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(structures), desc="compare", unit="model", disable=not show,
+               file=sys.stderr)
+    try:
+        for name, s in zip(names, structures, strict=True):
+            note = "not requested (exact=False)" if exact is False else None
+            done: dict = {}
+            for need in needed:
+                bar.set_postfix_str(f"{name}: {need.label}")
+                t = time.perf_counter()
+                try:
+                    done[need.name] = need.run(s, data, settings, done)
+                except TooLargeError as exc:
+                    if not need.too_large or exact is True:
+                        raise TooLargeError(f"candidate {name!r}: {exc}") from None
+                    done[need.name] = None
+                    note = f"too large for max_terms={max_terms:g}"
+                finally:
+                    seconds[need.name] += time.perf_counter() - t
+                fits[need.name].append(done[need.name])
+            notes.append(note)
+            bar.update(1)
+    finally:
+        bar.close()
+    seconds["total"] = time.perf_counter() - started
+    use_em = "em" in fits
+    record = {"restarts": restarts, "ais_chains": ais_chains,
+              "ais_temperatures": ais_temperatures, "ais_kernel": ais_kernel,
+              "ais_schedule": "beal", "exact": exact, "max_terms": float(max_terms),
+              "max_iter": max_iter, "em_estimator": "ml", "prior": "dirichlet(1)",
+              "vbem_starts": "restarts prior draws + one from the EM fit"
+              if use_em else "restarts prior draws",
+              "model_prior": "uniform"}
+    used = seed_record(seed)
+    seeds = {"em": used, "vbem": used, "ais": used, "posterior": used, "effective_dimension": 0}
+    return Comparison(
+        names=tuple(names), structures=tuple(structures), methods=methods,
+        fits={k: tuple(v) for k, v in fits.items()}, exact_notes=tuple(notes), data=data,
+        settings=record, seeds=seeds, seconds=seconds, versions=versions())

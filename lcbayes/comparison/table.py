@@ -1,0 +1,292 @@
+"""The outcome of :func:`lcbayes.compare`: every candidate's engine results and the tidy table
+built from them (scores -> flags -> choice of evidence -> posterior -> ranks).
+
+The table (:meth:`Comparison.to_frame`) has one row per candidate: ``name``, ``kind``,
+``n_classes``, ``n_parameters`` (``d``), ``effective_dimension`` (``d_e``), ``loglik`` (when
+the EM fit ran), the columns of every requested method in order (:mod:`.registry`), ``exact``
+(unless ``exact=False``), ``log_evidence``, ``evidence_method``, ``log_evidence_stderr``,
+``posterior_prob``, ``posterior_low``, ``posterior_high``, ``log_bayes_factor``
+(:mod:`.evidence`), ``rank_<method>`` per method plus ``rank_exact`` and ``rank_evidence``,
+``flags`` (comma-separated names), ``flag_notes`` (why; :mod:`.flags`) and ``seconds``.
+
+**Ranks.** ``rank_<method>`` is 1 for the highest value of the method's ranked column (ties
+share the lower rank; missing where the method did not score every candidate, e.g. an exact
+evidence too large for some). The alias-corrected CS and VB values rank because they, not the
+one-mode bounds, estimate ``ln p(y | m)``; BIC, BIC_e, AIC and ICL rank as usually reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..data import Dataset
+from ..errors import LcbayesError
+from ..render import json_value
+from ..structure import Structure
+from . import registry
+from .evidence import POSTERIOR_DRAWS, POSTERIOR_LEVEL, choose_evidence, posterior_probabilities
+from .needs import CandidateFits
+
+__all__ = ["Comparison"]
+
+#: The columns every row starts with.
+IDENTITY = ("name", "kind", "n_classes", "n_parameters", "effective_dimension")
+#: The evidence columns, after the methods' columns.
+EVIDENCE = ("log_evidence", "evidence_method", "log_evidence_stderr", "posterior_prob",
+            "posterior_low", "posterior_high", "log_bayes_factor")
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class Comparison:
+    """Outcome of :func:`lcbayes.compare`: every candidate's engine results and the run's record.
+
+    Attributes:
+        names: one name per candidate (``"LC(3)"``, or the name given).
+        structures: the candidates.
+        methods: the methods requested.
+        fits: per engine run (``"em"``, ``"vbem"``, ``"ais"``, ``"exact"``,
+            ``"effective_dimension"``, ...), one result per candidate (``None`` where it did
+            not run or had no result); :attr:`em`, :attr:`vbem`, :attr:`ais` and :attr:`exact`
+            are shortcuts.
+        exact_notes: per candidate, why there is no exact evidence (``None`` if there is).
+        data: the data compared on (restricted to the candidates' columns).
+        settings: the arguments of the run.
+        seeds: the seed of every random step.
+        seconds: wall time per engine run (summed over candidates) and in total.
+        versions: package versions, Python, platform and JAX backend.
+
+    :meth:`to_frame` gives the table; :meth:`to_dict` its JSON form; :meth:`to_html` and
+    :meth:`to_markdown` write reports (:mod:`lcbayes.comparison.report`).
+    """
+
+    names: tuple[str, ...]
+    structures: tuple[Structure, ...]
+    methods: tuple[str, ...]
+    fits: dict[str, tuple]
+    exact_notes: tuple[str | None, ...]
+    data: Dataset = field(compare=False)
+    settings: dict = field(compare=False)
+    seeds: dict = field(compare=False)
+    seconds: dict = field(compare=False)
+    versions: dict = field(compare=False)
+
+    # ------------------------------------------------------------------ engine results
+    def _results(self, need: str) -> tuple:
+        return self.fits.get(need, (None,) * len(self.names))
+
+    @property
+    def em(self) -> tuple:
+        """Per candidate, the :class:`~lcbayes.EMResult` (``None`` where EM did not run)."""
+        return self._results("em")
+
+    @property
+    def vbem(self) -> tuple:
+        """Per candidate, the :class:`~lcbayes.VBResult`."""
+        return self._results("vbem")
+
+    @property
+    def ais(self) -> tuple:
+        """Per candidate, the :class:`~lcbayes.AISResult`."""
+        return self._results("ais")
+
+    @property
+    def exact(self) -> tuple:
+        """Per candidate, the :class:`~lcbayes.ExactEvidence` (``None`` where too large)."""
+        return self._results("exact")
+
+    @property
+    def effective_dimensions(self) -> tuple[int, ...]:
+        """Per candidate, :func:`lcbayes.effective_dimension`."""
+        return tuple(int(d) for d in self._results("effective_dimension"))
+
+    def with_fits(self, **results) -> Comparison:
+        """The same comparison with some engine runs' results replaced (``em=(fit, ...)``, one
+        per candidate) and its table rebuilt from them."""
+        unknown = [k for k in results if k not in self.fits]
+        if unknown:
+            raise LcbayesError(f"no engine run {unknown} in this comparison; it has "
+                               f"{sorted(self.fits)}")
+        return replace(self, fits={**self.fits, **{k: tuple(v) for k, v in results.items()}})
+
+    def candidate_fits(self, i: int) -> CandidateFits:
+        """Candidate ``i``'s results, as the methods read them."""
+        return CandidateFits(self.structures[i], {k: v[i] for k, v in self.fits.items()})
+
+    # ------------------------------------------------------------------ the methods in use
+    @property
+    def _exact_on(self) -> bool:
+        return self.settings.get("exact") is not False
+
+    @property
+    def _all_methods(self) -> tuple[registry.Method, ...]:
+        """The requested methods, then those run by their own argument (``exact``)."""
+        auto = tuple(m for m in registry.methods() if not m.selectable and self._exact_on)
+        return tuple(registry.method(m) for m in self.methods) + auto
+
+    @property
+    def score_columns(self) -> list[str]:
+        """The score columns of :meth:`to_frame` for the requested methods, in order."""
+        return [c.name for m in self._all_methods for c in m.columns]
+
+    @property
+    def rank_methods(self) -> list[str]:
+        """The methods with a ``rank_<method>`` column."""
+        return [m.name for m in self._all_methods if m.ranked] + ["evidence"]
+
+    @property
+    def ranked_columns(self) -> dict[str, str]:
+        """``{method: the column rank_<method> ranks}``."""
+        out = {m.name: m.ranked for m in self._all_methods if m.ranked}
+        return {**out, "evidence": "log_evidence"}
+
+    @property
+    def active_flags(self) -> tuple[registry.Flag, ...]:
+        """The flags of the methods in use, in registry order."""
+        names = {f.name for m in self._all_methods for f in m.flags}
+        return tuple(f for f in registry.flags() if f.name in names)
+
+    # ------------------------------------------------------------------ the table
+    @cached_property
+    def rows(self) -> list[dict]:
+        """Per candidate, its identity and score columns (before flags and evidence)."""
+        return [self._scores(i) for i in range(len(self.names))]
+
+    def _scores(self, i: int) -> dict:
+        s = self.structures[i]
+        fits = self.candidate_fits(i)
+        row = {"name": self.names[i], "kind": s.kind,
+               "n_classes": s.n_classes if s.n_classes is not None else pd.NA,
+               "n_parameters": s.n_parameters,
+               "effective_dimension": self.effective_dimensions[i]}
+        for need in registry.needs():
+            if need.values is not None and fits.get(need.name) is not None:
+                row.update(need.values(fits.get(need.name)))
+        nan = float("nan")
+        for m in registry.methods():
+            if m.name not in self.methods and m.selectable:
+                continue
+            ready = all(fits.get(n) is not None for n in m.needs
+                        if not registry.need(n).too_large)
+            row.update(m.values(fits) if ready else {c.name: nan for c in m.columns})
+        return row
+
+    @cached_property
+    def _frame(self) -> pd.DataFrame:
+        frame = pd.DataFrame(self.rows)
+        frame["n_classes"] = frame["n_classes"].astype("Int64")
+        raised = [[(f.name, why) for f in self.active_flags
+                   if (why := f.check(self, i)) is not None] for i in range(len(self.names))]
+        frame["flags"] = [",".join(f for f, _ in row) for row in raised]
+        frame["flag_notes"] = ["; ".join(f"{f}: {why}" for f, why in row) for row in raised]
+        chosen = [choose_evidence(self.rows[i], [f for f, _ in raised[i]])
+                  for i in range(len(self.names))]
+        lz = np.asarray([c[0] for c in chosen], dtype=np.float64)
+        errors = [c[2] for c in chosen]
+        prob, low, high = posterior_probabilities(lz, errors, seed=self.seeds["posterior"])
+        frame["log_evidence"] = lz
+        frame["evidence_method"] = [c[1] for c in chosen]
+        frame["log_evidence_stderr"] = errors
+        frame["posterior_prob"], frame["posterior_low"], frame["posterior_high"] = prob, low, high
+        frame["log_bayes_factor"] = lz - (np.nanmax(lz) if np.isfinite(lz).any() else np.nan)
+        for m, column in self.ranked_columns.items():
+            col = frame[column].astype(float)
+            rank = col.rank(ascending=False, method="min").astype("Int64")
+            frame[f"rank_{m}"] = rank if np.isfinite(col).all() else pd.NA  # all or none
+        frame["seconds"] = [self._candidate_seconds(i) for i in range(len(self.names))]
+        loglik = ["loglik"] if "loglik" in frame else []
+        order = [*IDENTITY, *loglik, *self.score_columns, *EVIDENCE,
+                 *(f"rank_{m}" for m in self.rank_methods), "flags", "flag_notes", "seconds"]
+        return frame[order]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per candidate (a copy; module docstring for the columns)."""
+        return self._frame.copy()
+
+    def _candidate_seconds(self, i: int) -> float:
+        return float(sum(r.seconds for results in self.fits.values()
+                         if (r := results[i]) is not None and hasattr(r, "seconds")))
+
+    # ------------------------------------------------------------------ views
+    @property
+    def best(self) -> str | None:
+        """Name of the candidate with the highest ``log_evidence`` (``None`` if none)."""
+        frame = self._frame
+        if not np.isfinite(frame["log_evidence"]).any():
+            return None
+        return str(frame.loc[frame["log_evidence"].idxmax(), "name"])
+
+    def metadata(self) -> dict:
+        """The run's record: data shape, methods, settings, seeds, seconds, versions, flag
+        thresholds and why exact evidences are missing."""
+        d = self.data
+        thresholds = {k: v for f in registry.flags() for k, v in f.thresholds.items()}
+        return {
+            "data": {"n_rows": d.n_rows, "n_observed_rows": d.n_observed_rows,
+                     "n_columns": d.n_columns, "n_patterns": d.n_patterns,
+                     "columns": list(d.columns), "cardinalities": list(d.cardinalities)},
+            "candidates": [{"name": n, "kind": s.kind, "structure": s.to_dict()}
+                           for n, s in zip(self.names, self.structures, strict=True)],
+            "methods": list(self.methods),
+            "settings": dict(self.settings),
+            "seeds": dict(self.seeds),
+            "seconds": dict(self.seconds),
+            "versions": dict(self.versions),
+            "thresholds": {**thresholds, "POSTERIOR_DRAWS": POSTERIOR_DRAWS,
+                           "POSTERIOR_LEVEL": POSTERIOR_LEVEL},
+            "exact_notes": {n: note for n, note in zip(self.names, self.exact_notes,
+                                                       strict=True) if note},
+            "flags": {f.name: f.description for f in registry.flags()},
+            "best": self.best,
+        }
+
+    def to_dict(self) -> dict:
+        """``{"rows": [one JSON-ready object per candidate], "metadata": {...}}``: NaN and
+        missing values are ``None``, ``flags`` a list of names."""
+        rows = []
+        for record in self._frame.to_dict(orient="records"):
+            row = {k: json_value(v) for k, v in record.items()}
+            row["flags"] = [f for f in record["flags"].split(",") if f]
+            rows.append(row)
+        return {"rows": rows, "metadata": json_value(self.metadata())}
+
+    # ------------------------------------------------------------------ reports
+    # (imported on use: the reports need matplotlib, which the table itself does not)
+    def summary(self) -> str:
+        """A readable plain-text table with the flags explained underneath."""
+        from .report import text_table
+
+        return text_table(self)
+
+    @cached_property
+    def _pngs(self) -> dict[str, bytes]:
+        from .figures import figure_pngs
+
+        return figure_pngs(self)
+
+    def figure_pngs(self) -> dict[str, bytes]:
+        """The report's figures as PNG bytes (rendered once, :mod:`.figures`)."""
+        return dict(self._pngs)
+
+    def to_html(self, path: str | Path, title: str | None = None,
+                sections: dict | None = None) -> Path:
+        """Write a self-contained HTML report (:func:`lcbayes.comparison.report.write_html`)."""
+        from .report import write_html
+
+        return write_html(self, path, title=title, sections=sections)
+
+    def to_markdown(self, path: str | Path | None = None, title: str | None = None,
+                    sections: dict | None = None) -> str:
+        """Markdown report (:func:`lcbayes.comparison.report.markdown`); with ``path``, also
+        written there with the figures as PNG files beside it."""
+        from .report import markdown
+
+        return markdown(self, path, title=title, sections=sections)
+
+    def __repr__(self) -> str:
+        return (f"Comparison({len(self.names)} candidates: {', '.join(self.names)}; "
+                f"methods={list(self.methods)}, best={self.best!r})")

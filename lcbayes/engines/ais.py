@@ -1,0 +1,369 @@
+"""Annealed importance sampling of ``ln p(y | m)`` for lcbayes structures.
+
+Beal & Ghahramani (2006) §3.6, Algorithm 3.1: chains start from exact prior draws and move
+through ``f_k(theta) = p(theta) p(y | theta)^tau_k`` (eq. 63); after the transition at
+``tau_{k-1}`` each chain adds ``(tau_k - tau_{k-1}) ln p(y | theta)`` to its log weight, and
+``ln Z_hat = logsumexp_c ln w_c - ln C`` (:mod:`lcbayes.engines.annealing` states the
+estimator and its standard error). No transition is ever run at ``tau = 1``. Two transition
+kernels:
+
+``kernel="mh"`` (Beal's kernel): one Metropolis-Hastings sweep per temperature, hidden variables
+summed out exactly by the inference core; the sweep proposes every node's CPTs in turn
+(``blocks="node"``, default) or all CPTs at once (``blocks="joint"``, Beal's reading), each
+block accepted or rejected on its own. Every CPT row is proposed
+from a Dirichlet centred on the current row, ``theta' ~ Dir(a(theta))`` with
+``a(theta) = alpha_k theta + FLOOR`` and accepted with probability (eq. 67)::
+
+    min(1, f_{k-1}(theta') Dir(theta | a(theta')) / [f_{k-1}(theta) Dir(theta' | a(theta))])
+
+The strength ``alpha_k = c0 + c1 * n * tau_{k-1}`` grows with the number of observed rows
+``n`` times the temperature, as the tempered posterior's precision does (Beal §5's suggested
+fix for the acceptance rate that collapses at large ``n`` under a fixed width). It is set in
+advance, never from the chains, so the sampler stays exactly unbiased for ``Z``. ``FLOOR``
+keeps proposal shapes away from zero (Dirichlet shapes ``<< 1`` underflow); the Hastings ratio
+uses the same ``a(.)`` both ways, so it changes efficiency, not validity. Draws are made as log
+gammas, so no probability underflows to 0.
+
+``kernel="gibbs"`` anneals the complete-data likelihood instead (module
+:mod:`lcbayes.inference.completion`): ``f_k(theta, s) = p(theta) p(s | theta)
+p(y | s, theta)^tau_k``, whose marginal normalisers are again ``Z_0 = 1`` and ``Z_K = p(y)``.
+Each temperature does one Gibbs sweep, ``theta | s ~ Dir(lambda + N_free + tau N_seen)`` then
+``s | theta`` (exact multinomial draws per data pattern), and the weight increment is
+``(tau_k - tau_{k-1}) ln p(y | s, theta)``. Every move is accepted, so it does not degrade at
+large ``n`` like a fixed-width MH kernel; its increments are noisier (they depend on ``s``),
+and it enumerates joint hidden states (at most ``MAX_GIBBS_STATES``).
+
+Chains are vmapped and the whole temperature loop is one ``lax.scan``. Missing values are
+summed out exactly, as everywhere in lcbayes.
+
+Example::
+
+    res = lcb.ais(lcb.latent_class(data, 2), data, chains=16, temperatures=4096, seed=0)
+    res.log_evidence, res.stderr
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import gammaln
+
+from ..errors import ArgumentError
+from ..inference import enumeration, flat, flat_log_marginal, prepare
+from ..inference.completion import sample_completion, seen_indicators
+from ..inference.tying import RowTying, pool, tie
+from ..params import PriorSpec, proper_prior_tables
+from ..structure import Structure
+from ..validation import Seed, check_choice, check_int, data_for, prng_key, seed_record
+from .annealing import AISResult, make_schedule
+from .gamma_sampler import log_dirichlet_flat
+from .run_record import start_engine
+
+__all__ = ["DEFAULT_CONCENTRATION", "FLOOR", "MAX_GIBBS_STATES", "AISProblem", "ais", "anneal",
+           "make_problem"]
+
+#: Default ``(c0, c1)`` of the MH proposal strength ``alpha_k = c0 + c1 n tau_{k-1}``.
+DEFAULT_CONCENTRATION = (2.0, 0.5)
+#: Added to every Dirichlet proposal shape (module docstring).
+FLOOR = 0.05
+#: Largest number of joint hidden states the Gibbs kernel enumerates.
+MAX_GIBBS_STATES = 4096
+#: Checkpoints of the running log weights kept in ``AISResult.trace``.
+TRACE_POINTS = 128
+
+
+def _per_node(structure: Structure, entry_values, row_values, tying: RowTying | None
+              ) -> jax.Array:
+    """``(n_nodes,)`` sums of per-entry and per-row values, each tied group of rows counted
+    once (the flat counterparts of summing over each CPT)."""
+    shapes = structure.table_shapes
+    rows = flat.entry_rows(shapes)
+    n = structure.n_nodes
+    row_w = jnp.ones(rows[-1] + 1) if tying is None else tying.row_weights
+    total = jax.ops.segment_sum(row_w[rows] * entry_values, flat.entry_nodes(shapes),
+                                num_segments=n)
+    if row_values is not None:
+        total = total + jax.ops.segment_sum(row_w * row_values, flat.row_nodes(shapes),
+                                            num_segments=n)
+    return total
+
+
+def _log_dirichlet_draw(structure: Structure, key, shapes, tying: RowTying | None):
+    """Log CPT rows drawn from ``Dir(shapes)`` via log gammas (no underflow to 0), tied."""
+    return tie(log_dirichlet_flat(key, shapes, structure.table_shapes), tying)
+
+
+def _log_prior(structure: Structure, log_x, priors, tying):
+    """Per node, ``ln p(theta_i)`` up to its constant: ``sum (lambda - 1) ln theta``."""
+    return _per_node(structure, (priors - 1.0) * log_x, None, tying)
+
+
+def _log_proposal(structure: Structure, log_x, shapes, tying):
+    """Per node, ``sum_rows ln Dir(x_row | shapes_row)``."""
+    rows = flat.entry_rows(structure.table_shapes)
+    row_sums = jax.ops.segment_sum(shapes, rows, num_segments=int(rows[-1]) + 1)
+    return _per_node(structure, (shapes - 1.0) * log_x - gammaln(shapes), gammaln(row_sums),
+                     tying)
+
+
+def _shapes(log_x, strength):
+    return strength * jnp.exp(log_x) + FLOOR
+
+
+class _MHState(NamedTuple):
+    log_x: jax.Array       # (n,) flat log CPTs
+    loglik: jax.Array
+    log_prior: jax.Array   # (n_nodes,)
+
+
+class _GibbsState(NamedTuple):
+    log_x: jax.Array
+    free_counts: jax.Array   # (n,) flat
+    seen_counts: jax.Array
+    log_seen: jax.Array
+
+
+class AISProblem(NamedTuple):
+    """Everything a transition needs besides the structure (a pytree, traced)."""
+
+    evidence: object
+    weights: jax.Array
+    priors: jax.Array                       # (n,) flat Dirichlet pseudo-counts
+    tying: RowTying | None
+    seen: dict
+    rows: jax.Array | None                  # (N,) pattern of every row (Gibbs kernel)
+    strength: tuple[jax.Array, jax.Array]   # (c0, c1 * n)
+
+
+def _loglik(structure, log_x, problem: AISProblem):
+    return problem.weights @ flat_log_marginal(structure, log_x, problem.evidence)
+
+
+def _mh_init(structure, problem: AISProblem, key):
+    log_x = _log_dirichlet_draw(structure, key, problem.priors, problem.tying)
+    return _MHState(log_x, _loglik(structure, log_x, problem),
+                    _log_prior(structure, log_x, problem.priors, problem.tying))
+
+
+def _blocks(structure: Structure, blocks: str) -> np.ndarray:
+    """``(B, n_nodes)`` 0/1 membership of the node blocks of an MH sweep: all nodes together
+    (``"joint"``, Beal's reading) or one node at a time (``"node"``)."""
+    if blocks == "joint":
+        return np.ones((1, structure.n_nodes), dtype=bool)
+    return np.eye(structure.n_nodes, dtype=bool)
+
+
+def _mh_step(structure, problem: AISProblem, state: _MHState, key, tau, blocks: str):
+    """One MH sweep targeting ``f_tau`` (eq. 67): every block of nodes (:func:`_blocks`) in
+    turn proposes new CPTs and is accepted or rejected on its own. All proposals are drawn
+    first (each depends only on its own block's current tables). Returns (state, fraction of
+    blocks accepted, ln p(y | theta))."""
+    k_prop, k_accept = jax.random.split(key)
+    strength = problem.strength[0] + problem.strength[1] * tau
+    forward = _shapes(state.log_x, strength)
+    proposal = _log_dirichlet_draw(structure, k_prop, forward, problem.tying)
+    log_q = (_log_proposal(structure, state.log_x, _shapes(proposal, strength), problem.tying)
+             - _log_proposal(structure, proposal, forward, problem.tying))  # backward - forward
+    gain = _log_prior(structure, proposal, problem.priors, problem.tying) - state.log_prior + log_q
+    member = _blocks(structure, blocks)
+    member_entries = jnp.asarray(member[:, flat.entry_nodes(structure.table_shapes)])
+    member = jnp.asarray(member)
+    log_u = jnp.log(jax.random.uniform(k_accept, (member.shape[0],)))
+
+    def block_update(b, carry):
+        log_x, loglik, accepted = carry
+        candidate = jnp.where(member_entries[b], proposal, log_x)
+        cand_loglik = _loglik(structure, candidate, problem)
+        log_ratio = tau * (cand_loglik - loglik) + member[b] @ gain
+        accept = log_u[b] < log_ratio   # a NaN ratio rejects
+        return (jnp.where(accept, candidate, log_x), jnp.where(accept, cand_loglik, loglik),
+                accepted + accept)
+
+    log_x, loglik, accepted = jax.lax.fori_loop(
+        0, member.shape[0], block_update, (state.log_x, state.loglik, 0.0))
+    new = _MHState(log_x, loglik, _log_prior(structure, log_x, problem.priors, problem.tying))
+    return new, accepted / member.shape[0], loglik
+
+
+def _complete(structure, problem: AISProblem, log_x, key, tau) -> _GibbsState:
+    comp = sample_completion(structure, flat.unflatten(log_x, structure.table_shapes),
+                             problem.evidence, problem.seen, problem.rows, tau, key)
+    return _GibbsState(log_x, pool(flat.flatten(comp.free_counts), problem.tying),
+                       pool(flat.flatten(comp.seen_counts), problem.tying), comp.log_seen)
+
+
+def _gibbs_init(structure, problem: AISProblem, key):
+    k_theta, k_s = jax.random.split(key)
+    log_x = _log_dirichlet_draw(structure, k_theta, problem.priors, problem.tying)
+    return _complete(structure, problem, log_x, k_s, 0.0)
+
+
+def _gibbs_step(structure, problem: AISProblem, state: _GibbsState, key, tau, blocks):
+    """``theta | s`` then ``s | theta`` at ``tau``; returns (state, True, ln p(y | s, theta))."""
+    k_theta, k_s = jax.random.split(key)
+    shapes = problem.priors + state.free_counts + tau * state.seen_counts
+    log_x = _log_dirichlet_draw(structure, k_theta, shapes, problem.tying)
+    new = _complete(structure, problem, log_x, k_s, tau)
+    return new, jnp.asarray(True), new.log_seen
+
+
+_KERNELS = {"mh": (_mh_init, _mh_step), "gibbs": (_gibbs_init, _gibbs_step)}
+
+
+def anneal(structure: Structure, kernel: str, blocks: str, chains: int, progress,
+           problem: AISProblem, tau: jax.Array, key: jax.Array):
+    """The core: ``(K, C)`` running log weights and acceptances of ``chains`` chains through
+    the temperatures ``tau`` (one ``lax.scan``; pure, so it can be vmapped, e.g. over the
+    tyings of one host structure). ``progress``: ``None`` or a callback of the step index."""
+    init, step = _KERNELS[kernel]
+    k_init, k_run = jax.random.split(key)
+    states = jax.vmap(lambda k: init(structure, problem, k))(jax.random.split(k_init, chains))
+    chain_step = jax.vmap(lambda s, k, t: step(structure, problem, s, k, t, blocks),
+                          in_axes=(0, 0, None))
+
+    def body(carry, x):
+        states, log_w = carry
+        k, t_prev, t_next = x
+        states, accepted, loglik = chain_step(states, jax.random.split(
+            jax.random.fold_in(k_run, k), chains), t_prev)
+        log_w = log_w + (t_next - t_prev) * loglik
+        if progress is not None:
+            progress(k)
+        return (states, log_w), (log_w, accepted)
+
+    steps = jnp.arange(tau.shape[0] - 1)
+    _, (trace, accepted) = jax.lax.scan(body, (states, jnp.zeros(chains)),
+                                        (steps, tau[:-1], tau[1:]))
+    return trace, accepted
+
+
+_anneal_jit = jax.jit(anneal, static_argnums=(0, 1, 2, 3, 4))
+
+
+def make_problem(structure: Structure, patterns, weights, priors, kernel: str, strength,
+                 tying: RowTying | None = None) -> AISProblem:
+    """The traced inputs of a run: data patterns and their ``weights`` (integer row counts for
+    ``"gibbs"``), flat prior pseudo-counts ``priors``, the MH ``strength = (c0, c1 n)`` and an
+    optional tying of CPT rows (:mod:`lcbayes.inference.tying`)."""
+    if kernel == "gibbs":
+        counts = np.asarray(weights)
+        rows = jnp.asarray(np.repeat(np.arange(counts.size), counts.round().astype(int)))
+        return AISProblem(enumeration.prepare(structure, patterns), weights, priors, tying,
+                          seen_indicators(structure, patterns), rows, strength)
+    return AISProblem(prepare(structure, patterns), weights, priors, tying, {}, None, strength)
+
+
+def _check(structure: Structure, chains, kernel: str, blocks: str, concentration
+           ) -> tuple[int, float, float]:
+    chains = check_int(chains, "chains", 1)
+    check_choice(kernel, "kernel", tuple(_KERNELS))
+    check_choice(blocks, "blocks", ("node", "joint"))
+    if kernel == "gibbs" and structure.n_enumerated_states > MAX_GIBBS_STATES:
+        raise ArgumentError(
+            f"kernel='gibbs' enumerates {structure.n_enumerated_states} joint hidden states "
+            f"(limit {MAX_GIBBS_STATES}); use kernel='mh'")
+    c0, c1 = DEFAULT_CONCENTRATION if concentration is None else concentration
+    if not (np.isfinite(c0) and np.isfinite(c1) and c0 > 0 and c1 >= 0):
+        raise ArgumentError(f"concentration must be (c0 > 0, c1 >= 0), got {concentration!r}")
+    return chains, float(c0), float(c1)
+
+
+def _quarters(accepted: np.ndarray) -> np.ndarray:
+    """Mean acceptance over each quarter of the schedule's steps (fewer if K < 4)."""
+    return np.array([part.mean() for part in np.array_split(accepted, 4) if part.size])
+
+
+def _progress_bar(total: int):
+    """A tqdm bar advanced from inside the jitted loop, every ``total // 100`` steps
+    (``jax.debug.callback`` under ``lax.cond``; the loop body is not vmapped)."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc="AIS temperatures", unit="temp")
+    every = max(total // 100, 1)
+
+    def advance(k):
+        bar.update(int(k) + 1 - bar.n)
+
+    def callback(k):
+        due = ((k + 1) % every == 0) | (k + 1 == total)
+        jax.lax.cond(due, lambda: jax.debug.callback(advance, k), lambda: None)
+
+    return bar, callback
+
+
+def ais(
+    structure: Structure,
+    data,
+    *,
+    chains: int = 16,
+    temperatures: int = 4096,
+    schedule: str | np.ndarray = "beal",
+    seed: Seed = 0,
+    prior: PriorSpec = "dirichlet",
+    kernel: Literal["mh", "gibbs"] = "mh",
+    blocks: Literal["node", "joint"] = "node",
+    concentration: tuple[float, float] | None = None,
+    progress: bool = False,
+) -> AISResult:
+    """Annealed importance sampling estimate of the log evidence ``ln p(y | m)``.
+
+    Args:
+        structure: the model (latent class, HLC or DAG).
+        data: the data (a :class:`~lcbayes.Dataset`, a DataFrame or an array of codes);
+            missing values are marginalised.
+        chains: independent chains; ``log_evidence`` is the log of their mean weight.
+        temperatures: number of annealing steps ``K`` (Beal used 16384).
+        schedule: ``"beal"`` (eq. 69, ``e = 0.2``), ``"geometric"``, ``"linear"`` or an
+            explicit array of temperatures from 0 to 1.
+        seed: a non-negative integer or a ``jax.random`` key; the same seed gives the same
+            numbers.
+        prior: Dirichlet pseudo-counts (``"dirichlet"`` = 1 everywhere, a number or
+            ``{node: pseudo-counts}``).
+        kernel: ``"mh"`` (Dirichlet-proposal Metropolis-Hastings, Beal's) or ``"gibbs"``
+            (complete-data annealing); see the module docstring.
+        blocks: ``"node"`` (each node's tables proposed and accepted on their own) or
+            ``"joint"`` (all at once, as in the paper); MH kernel only.
+        concentration: ``(c0, c1)`` of the MH proposal strength ``c0 + c1 n tau``
+            (default :data:`DEFAULT_CONCENTRATION`).
+        progress: show a progress bar over the temperatures.
+    """
+    start, seed = start_engine(structure, seed)
+    chains, c0, c1 = _check(structure, chains, kernel, blocks, concentration)
+    tau = make_schedule(schedule, temperatures)
+    data = data_for(structure, data)
+    lambdas = proper_prior_tables(structure, prior, "ais")
+    priors = flat.flatten([jnp.asarray(a) for a in lambdas])
+    strength = (jnp.asarray(c0), jnp.asarray(c1 * data.n_observed_rows))
+    problem = make_problem(structure, jnp.asarray(data.patterns),
+                           jnp.asarray(data.counts, dtype=jnp.float64), priors, kernel, strength)
+    bar, callback = _progress_bar(len(tau) - 1) if progress else (None, None)
+    try:
+        trace, accepted = _anneal_jit(structure, kernel, blocks, chains, callback, problem,
+                                      jnp.asarray(tau), prng_key(seed))
+        trace = np.asarray(trace)
+    finally:
+        if bar is not None:
+            bar.close()
+    checkpoints = np.unique(np.linspace(0, len(tau) - 2, min(TRACE_POINTS, len(tau) - 1))
+                            .round().astype(int))
+    settings = {"prior": prior if isinstance(prior, str | int | float) else "custom"}
+    if kernel == "mh":
+        settings.update(blocks=blocks, concentration=[c0, c1], floor=FLOOR,
+                        n_observed_rows=data.n_observed_rows)
+    return AISResult.from_weights(
+        trace[-1],
+        trace=trace[checkpoints].T,
+        trace_temperatures=tau[checkpoints + 1],
+        acceptance=_quarters(np.asarray(accepted)),
+        chains=chains,
+        temperatures=len(tau) - 1,
+        schedule=schedule if isinstance(schedule, str) else "custom",
+        kernel=kernel,
+        seed=seed_record(seed),
+        seconds=time.perf_counter() - start,
+        settings=settings,
+    )

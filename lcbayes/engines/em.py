@@ -1,0 +1,309 @@
+"""Expectation-maximisation for maximum-likelihood and MAP estimates, many restarts at once.
+
+E step: exact inference (:mod:`lcbayes.inference`) gives the expected family counts
+``N_ilk = sum_p w_p P(x_i = k, pa_i = l | y_p, theta)`` (Beal & Ghahramani eq. 19).
+M step:
+
+* ML (eq. 18): ``theta_ilk = N_ilk / N_il``;
+* MAP in the softmax basis (default for a prior; what Beal & Ghahramani ran, §3.1, after MacKay
+  1998; Karčiauskas eq. 3.6): ``theta_ilk = (N_ilk + lambda_ilk) / (N_il + lambda_il)``, always
+  interior, valid for any ``lambda > 0``;
+* MAP in the simplex basis (eq. 20):
+  ``theta_ilk = (N_ilk + lambda_ilk - 1) / (N_il + lambda_il - r_i)``,
+  the mode of the Dirichlet posterior density; needs ``lambda >= 1``.
+
+The objective ``ln p(y | theta) + sum (lambda - 1 + b) ln theta`` (``b = 1`` in the softmax
+basis, no prior term for ML) never decreases. A row whose counts are all zero (an empty class)
+stays uniform, so zero counts never give NaN.
+
+Every restart is a ``lax.while_loop`` of SQUAREM cycles (:mod:`lcbayes.engines.squarem`) in one
+jitted program, ``batch_size`` restarts vmapped side by side; each stops when its objective
+changes by less than ``tol`` per observed row, or after ``max_iter`` iterations. A random start
+gives every data pattern random class responsibilities (Dirichlet(1) per hidden node) and takes
+one ML M step from them, so starts lie near the data's margins. For latent class models the
+classes of the result are ordered by decreasing size.
+
+The jitted core :func:`run_em` also fits structures with tied CPT rows
+(:mod:`lcbayes.inference.tying`); :func:`em` never ties rows.
+
+Example::
+
+    data = lcb.Dataset.from_csv("carcinoma.csv")
+    fit = lcb.em(lcb.latent_class(data, 3), data, restarts=20, seed=0)
+    print(fit.summary())
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import xlogy
+
+from ..errors import ArgumentError
+from ..inference import Evidence, complete_columns, e_step, flat, flat_e_step, log_marginal, prepare
+from ..inference.tying import RowTying, entry_weights, pool
+from ..params import PriorSpec, dirichlet_log_density, from_tables, prior_tables
+from ..structure import Structure
+from ..validation import Seed, check_choice, check_int, check_positive, data_for, prng_key
+from . import squarem
+from .em_result import EMResult
+from .run_record import check_batching, record_fields, start_engine
+
+__all__ = ["EMResult", "EMRuns", "em", "run_em"]
+
+
+class EMRuns(NamedTuple):
+    """The outcome of every restart of :func:`run_em`."""
+
+    tables: tuple[jax.Array, ...]
+    history: jax.Array      # (R, max_iter) objective per iteration, NaN after the last
+    n_iter: jax.Array       # (R,)
+    converged: jax.Array    # (R,)
+    loglik: jax.Array       # (R,) at the final tables
+    objective: jax.Array    # (R,) at the final tables
+
+
+def _m_step(counts: jax.Array, alphas: jax.Array | None, shapes,
+            tying: RowTying | None = None) -> jax.Array:
+    """ML (no ``alphas``) or MAP M step on flat tables (:mod:`lcbayes.inference.flat`);
+    ``alphas`` holds ``lambda + b`` (module docstring). Empty rows become uniform; tied rows
+    pool their counts first."""
+    counts = pool(counts, tying)
+    return flat.normalise(counts if alphas is None else counts + alphas, shapes)
+
+
+def _log(tables):
+    return tuple(jnp.log(t) for t in tables)
+
+
+def _initial_tables(structure: Structure, evidence: Evidence, weights, key):
+    """A random start: every pattern gets random responsibilities (Dirichlet(1) per hidden node,
+    as virtual evidence under flat tables), followed by one ML M step. Starts lie near the
+    data's margins, like StepMix's and Mplus' random starts."""
+    n = evidence.one_hot.shape[0]
+    keys = jax.random.split(key, max(len(structure.hidden_nodes), 1))
+    noise = tuple(
+        -jnp.log(jax.random.exponential(k, (n, structure.cardinalities[h]), dtype=jnp.float64))
+        for k, h in zip(keys, structure.hidden_nodes, strict=False)
+    )  # log of normalised exponentials = log Dirichlet(1), up to a per-pattern constant
+    uniform = tuple(jnp.zeros(shape) for shape in structure.table_shapes)
+    counts = e_step(structure, uniform, evidence, weights, noise).counts
+    return flat.unflatten(_m_step(flat.flatten(counts), None, structure.table_shapes),
+                          structure.table_shapes)
+
+
+@partial(jax.jit, static_argnames=("structure",))
+def _starts(structure: Structure, patterns, weights, keys):
+    """One random start per key (a batch of tables)."""
+    evidence = prepare(structure, patterns)
+    return jax.vmap(lambda key: _initial_tables(structure, evidence, weights, key))(keys)
+
+
+_TINY = 1e-300  # floor for logs of probabilities in the extrapolation (exact zeros allowed)
+
+
+@partial(jax.jit, static_argnames=("structure", "max_iter", "shift", "batch_size",
+                                   "accelerate", "complete"))
+def run_em(structure: Structure, patterns, weights, alphas, tol_total, starts, limit,
+           max_iter: int, shift: float, batch_size: int, accelerate: bool,
+           tying: RowTying | None = None, complete: tuple[int, ...] = ()) -> EMRuns:
+    """The jitted core: EM from every start in ``starts`` (a batch of tables) for at most
+    ``limit`` (<= ``max_iter``, the history length) iterations, ``batch_size`` restarts
+    vmapped at a time.
+
+    Plain EM, or (``accelerate``) SQUAREM cycles extrapolating the log tables, renormalised row
+    by row; either way the objective never decreases. ``alphas`` are the prior pseudo-count
+    tables (``None``: ML) and ``shift`` is ``b - 1`` of the module docstring.
+
+    ``tying`` (:mod:`lcbayes.inference.tying`) pools the counts of tied rows and counts every
+    group's prior term once; the starts must already be tied. ``complete``
+    (:func:`~lcbayes.inference.complete_columns` of ``patterns``) folds the iterations' E
+    steps; the final log-likelihoods use the unfolded evidence."""
+    evidence = prepare(structure, patterns, complete)
+    shapes = structure.table_shapes
+    weights_of_entries = entry_weights(tying, shapes)
+    prior = None if alphas is None else flat.flatten(alphas) + shift  # lambda - 1 + b
+
+    def objective(x, log_marg):
+        if prior is None:
+            return weights @ log_marg
+        terms = xlogy(prior, x)
+        return weights @ log_marg + (terms if weights_of_entries is None
+                                     else weights_of_entries * terms).sum()
+
+    def step(x):
+        log_marg, counts = flat_e_step(structure, jnp.log(x), evidence, weights,
+                                       vmapped=batch_size > 1)
+        return objective(x, log_marg), _m_step(counts, prior, shapes, tying)
+
+    def run(tables):
+        x, history, n_iter, done = squarem.iterate(
+            step, flat.flatten(tables), lambda t: jnp.log(jnp.maximum(t, _TINY)),
+            lambda u: jnp.exp(flat.log_normalise(u, shapes)), tol_total, limit, max_iter,
+            accelerate, weights_of_entries)
+        log_marg = log_marginal(structure, _log(flat.unflatten(x, shapes)),
+                                prepare(structure, patterns))
+        return EMRuns(flat.unflatten(x, shapes), history, n_iter, done, weights @ log_marg,
+                      objective(x, log_marg))
+
+    return squarem.map_restarts(run, starts, batch_size)
+
+
+def _run_restarts(structure, patterns, weights, alphas, tol_total, starts, max_iter: int,
+                  shift: float, batch_size: int, keep: int | None, burn_in: int,
+                  accelerate: bool):
+    """All restarts to convergence, or (``keep``) a two-stage run: every start for ``burn_in``
+    iterations, then only the ``keep`` best continue (Mplus' initial and final stage;
+    Chickering & Heckerman's multiple-restart EM as used by Karčiauskas §3.3). Both stages run
+    ``batch_size`` restarts side by side and share one compiled program.
+
+    Returns the NumPy outcome of every restart and which restarts reached the final stage."""
+    n = starts[0].shape[0]
+    args = (structure, patterns, weights, alphas, tol_total)
+    fold = {"complete": complete_columns(patterns)}
+    if keep is None or keep >= n or burn_in >= max_iter:
+        runs = run_em(*args, starts, max_iter, max_iter, shift, batch_size, accelerate, **fold)
+        return jax.tree_util.tree_map(np.asarray, runs), np.ones(n, dtype=bool)
+    first = jax.tree_util.tree_map(
+        np.asarray, run_em(*args, starts, burn_in, max_iter, shift, batch_size, accelerate,
+                           **fold)
+    )
+    chosen = np.sort(np.argsort(-np.nan_to_num(first.objective, nan=-np.inf),
+                                kind="stable")[:keep])
+    picked = tuple(jnp.asarray(t[chosen]) for t in first.tables)
+    second = jax.tree_util.tree_map(
+        np.asarray,
+        run_em(*args, picked, max_iter - burn_in, max_iter, shift, batch_size, accelerate,
+               **fold),
+    )
+    history = first.history.copy()
+    for row, r in enumerate(chosen):
+        done = first.n_iter[r]
+        history[r, done:] = second.history[row, : max_iter - done]
+    merged = EMRuns(
+        tables=tuple(t.copy() for t in first.tables),
+        history=history, n_iter=first.n_iter.copy(), converged=first.converged.copy(),
+        loglik=first.loglik.copy(), objective=first.objective.copy(),
+    )
+    merged.n_iter[chosen] = first.n_iter[chosen] + second.n_iter
+    for name in ("converged", "loglik", "objective"):
+        getattr(merged, name)[chosen] = getattr(second, name)
+    for table, part in zip(merged.tables, second.tables, strict=True):
+        table[chosen] = part
+    kept = np.zeros(n, dtype=bool)
+    kept[chosen] = True
+    return merged, kept
+
+
+_final_e_step = jax.jit(e_step, static_argnums=0)
+
+
+def _order_classes(structure: Structure, tables: list[np.ndarray]) -> list[np.ndarray]:
+    """Latent class models: reorder classes by decreasing weight (a canonical labelling)."""
+    if structure.kind != "latent_class":
+        return tables
+    root = structure.root
+    order = np.argsort(-tables[root][0], kind="stable")
+    return [t[:, order] if i == root else t[order] for i, t in enumerate(tables)]
+
+
+def em(
+    structure: Structure,
+    data,
+    *,
+    restarts: int = 10,
+    seed: Seed = 0,
+    prior: PriorSpec = None,
+    tol: float = 1e-8,
+    max_iter: int = 2000,
+    map_basis: Literal["softmax", "simplex"] = "softmax",
+    batch_size: int | None = None,
+    keep: int | None = None,
+    burn_in: int = 10,
+    acceleration: Literal["squarem", "none"] = "squarem",
+) -> EMResult:
+    """Fit ``structure`` to ``data`` by EM from ``restarts`` random starts; keep the best.
+
+    Args:
+        structure: the model (:func:`~lcbayes.latent_class`, :func:`~lcbayes.hlc`,
+            :func:`~lcbayes.dag`).
+        data: the data (a :class:`~lcbayes.Dataset`, a DataFrame or an array of codes);
+            missing values are marginalised.
+        restarts: number of random starting points.
+        seed: a non-negative integer or a ``jax.random`` key; the same seed gives the same
+            result.
+        prior: ``None`` for maximum likelihood; otherwise a Dirichlet prior (``"dirichlet"`` for
+            pseudo-count 1, a number, or ``{node: pseudo-counts}``) for a MAP estimate.
+        tol: convergence threshold on the change of the objective per observed row.
+        max_iter: iteration limit per restart.
+        map_basis: ``"softmax"`` (add-lambda estimate) or ``"simplex"`` (posterior mode, needs
+            pseudo-counts >= 1); ignored for maximum likelihood.
+        batch_size: restarts run side by side (``vmap``); the rest run one batch after another,
+            each restart stopping on its own. Default: all of them on a GPU/TPU, one at a time
+            on a CPU, where batching gains little, every restart would run as long as the
+            slowest, and (many patterns) the E step's rarely needed log-space fallback
+            (:mod:`lcbayes.inference.coded`) would be computed at every step. Results do not
+            depend on it.
+        keep: if given, a two-stage run: all ``restarts`` starts run ``burn_in`` iterations,
+            then only the ``keep`` best continue to convergence (like Mplus'
+            ``STARTS = restarts keep``). Much faster when some starts stall near saddle points;
+            ``None`` (default) runs every restart to convergence.
+        burn_in: iterations of the first stage when ``keep`` is given.
+        acceleration: ``"squarem"`` (default): every iteration is one SQUAREM cycle (two EM
+            steps, a squared extrapolation and one EM step from it, with a monotone
+            safeguard; up to three E steps), which cuts the iterations of slowly converging
+            starts many-fold; ``"none"``: plain EM, one E step per iteration. Both stop on
+            the same plain-EM-step criterion and reach the same fixed points.
+    """
+    start, seed = start_engine(structure, seed)
+    restarts = check_int(restarts, "restarts", 1)
+    tol = check_positive(tol, "tol")
+    max_iter = check_int(max_iter, "max_iter", 1)
+    keep = None if keep is None else check_int(keep, "keep", 1)
+    burn_in = check_int(burn_in, "burn_in", 1)
+    check_choice(map_basis, "map_basis", ("softmax", "simplex"))
+    check_choice(acceleration, "acceleration", ("squarem", "none"))
+    batch_size = check_batching(batch_size, restarts)
+    data = data_for(structure, data)
+    alphas = prior_tables(structure, prior)
+    if alphas is not None and map_basis == "simplex" and min(a.min() for a in alphas) < 1:
+        raise ArgumentError(
+            "map_basis='simplex' needs every prior pseudo-count >= 1 (the posterior mode is on "
+            "the boundary otherwise); use map_basis='softmax' or a larger prior")
+    shift = -1.0 if map_basis == "simplex" else 0.0
+    n_obs = max(data.n_observed_rows, 1)
+    patterns = jnp.asarray(data.patterns)
+    weights = jnp.asarray(data.counts)
+    keys = jax.random.split(prng_key(seed), restarts)
+    alpha_arrays = None if alphas is None else tuple(jnp.asarray(a) for a in alphas)
+    starts = _starts(structure, patterns, weights, keys)
+    runs, kept = _run_restarts(structure, patterns, weights, alpha_arrays, tol * n_obs, starts,
+                               max_iter, shift, batch_size, keep, burn_in,
+                               acceleration == "squarem")
+    best = int(np.nanargmax(runs.objective))
+    tables = _order_classes(structure, [t[best] for t in runs.tables])
+    jtables = tuple(jnp.asarray(t) for t in tables)
+    observed = jnp.where(jnp.any(patterns >= 0, axis=1), weights, 0.0)  # all-missing rows: 1
+    est = _final_e_step(structure, _log(jtables), patterns, observed)
+    return EMResult(
+        params=from_tables(structure, tables),
+        loglik=float(runs.loglik[best]),
+        objective=float(runs.objective[best]),
+        estimator="ml" if alphas is None else "map",
+        map_basis=None if alphas is None else map_basis,
+        log_prior=None if alphas is None else dirichlet_log_density(tables, alphas),
+        restart_logliks=runs.loglik,
+        restart_objectives=runs.objective,
+        restart_kept=kept,
+        entropy=float(observed @ est.hidden_entropy),
+        expected_counts=from_tables(structure, est.counts),
+        score_prior=from_tables(structure, alphas if alphas is not None
+                                else prior_tables(structure, "dirichlet")),
+        **record_fields(structure, data, runs, best, est.hidden_marginals, start, seed,
+                        restarts, tol, max_iter),
+    )
+

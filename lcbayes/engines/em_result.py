@@ -1,0 +1,256 @@
+"""The result of :func:`lcbayes.em`: the estimate, its scores, every restart's fit, a
+poLCA-style printout and a lossless JSON form.
+
+Scores are on the natural-log evidence scale (:mod:`lcbayes.scores`): ``bic``, ``aic``, ``icl``,
+Cheeseman-Stutz ``cs`` (Beal & Ghahramani eqs 27-30), ``bicp`` (§4.1), ``bic_e`` (Geiger,
+Heckerman & Meek 1996) and the alias-corrected ones (eq. 24).
+
+Example::
+
+    fit = lcb.em(lcb.latent_class(data, 3), data, seed=0)
+    print(fit.summary())
+    same = lcb.EMResult.from_dict(json.loads(json.dumps(fit.to_dict())))
+    same.predict_proba(new_rows)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from jax.scipy.special import xlogy
+
+from .. import scores
+from ..alias import log_alias
+from ..dimension import effective_dimension
+from ..params import config_labels, dirichlet_log_density, to_tables
+from ..render import json_value, matrix_lines
+from .dirichlet import complete_data_log_evidence
+from .run_record import RunRecord, arrays_from_json
+
+__all__ = ["EMResult"]
+
+
+@dataclass(frozen=True, repr=False)
+class EMResult(RunRecord):
+    """Outcome of :func:`lcbayes.em`: the best restart's estimate, scores and every restart's
+    fit.
+
+    ``hidden_posteriors`` are per data *pattern*; :attr:`class_posteriors` expands the class of a
+    latent class model to rows. ``restart_kept`` marks the restarts that ran to the end (all of
+    them unless ``keep`` asked for a two-stage run). ``expected_counts`` are the fractional
+    family counts of the E step at the estimate (rows with no observed value left out: their
+    factor is one), the completion behind :attr:`cs`; ``score_prior`` holds the Dirichlet
+    pseudo-counts that CS and BICp use: the fit's prior, or 1 everywhere for an ML fit.
+    """
+
+    params: dict[str, np.ndarray]
+    loglik: float
+    objective: float
+    estimator: Literal["ml", "map"]
+    map_basis: str | None
+    log_prior: float | None
+    restart_logliks: np.ndarray
+    restart_objectives: np.ndarray
+    restart_kept: np.ndarray
+    entropy: float
+    expected_counts: dict[str, np.ndarray]
+    score_prior: dict[str, np.ndarray]
+
+    # ------------------------------------------------------------------ scores
+    @property
+    def bic(self) -> float:
+        """``loglik - d/2 ln N`` (natural-log evidence scale; poLCA's BIC is ``-2 * bic``)."""
+        return scores.bic(self.loglik, self.n_parameters, self.n_observed_rows)
+
+    @property
+    def aic(self) -> float:
+        """``loglik - d`` (poLCA's AIC is ``-2 * aic``)."""
+        return scores.aic(self.loglik, self.n_parameters)
+
+    @property
+    def icl(self) -> float:
+        """``bic - entropy`` of the posterior hidden memberships."""
+        return scores.icl(self.loglik, self.n_parameters, self.n_observed_rows, self.entropy)
+
+    @property
+    def log_alias(self) -> float:
+        """``ln S``, the label-symmetry correction (:mod:`lcbayes.alias`)."""
+        return log_alias(self.structure)
+
+    @property
+    def bicp(self) -> float:
+        """``bic + ln p(theta_hat | m)``, the Dirichlet log density (simplex basis) of the
+        estimate under :attr:`score_prior` (Beal & Ghahramani §4.1)."""
+        tables = to_tables(self.structure, self.params)
+        priors = to_tables(self.structure, self.score_prior)
+        return scores.bicp(self.loglik, self.n_parameters, self.n_observed_rows,
+                           dirichlet_log_density(tables, priors))
+
+    @property
+    def cs(self) -> float:
+        """Cheeseman-Stutz (Beal & Ghahramani eqs 27-30): ``ln p(s_hat, y | m) + ln p(y |
+        theta_hat) - ln p(s_hat, y | theta_hat)`` with the fractional completion of the E step
+        at the estimate and the Dirichlet :attr:`score_prior`; a lower bound on the log evidence
+        (their Theorem 6.1), without the alias correction."""
+        counts = to_tables(self.structure, self.expected_counts)
+        tables = to_tables(self.structure, self.params)
+        priors = to_tables(self.structure, self.score_prior)
+        complete_loglik = sum(float(xlogy(n, t).sum()) for n, t in zip(counts, tables,
+                                                                        strict=True))
+        evidence = float(complete_data_log_evidence(counts, priors))
+        return scores.cheeseman_stutz(self.loglik, evidence, complete_loglik)
+
+    @cached_property
+    def effective_dimension(self) -> int:
+        """The effective dimension of the structure (:func:`lcbayes.effective_dimension`,
+        seed 0); computed on first use."""
+        return effective_dimension(self.structure)
+
+    @property
+    def bic_e(self) -> float:
+        """BIC with the effective dimension: ``loglik - d_e/2 ln N`` (Geiger et al. 1996)."""
+        return scores.bic(self.loglik, self.effective_dimension, self.n_observed_rows)
+
+    def corrected_scores(self) -> dict[str, float]:
+        """BIC, BICp and CS plus :attr:`log_alias` (Beal & Ghahramani's unstarred columns)."""
+        return {f"{name}_corrected": getattr(self, name) + self.log_alias
+                for name in ("bic", "bicp", "cs")}
+
+    # ------------------------------------------------------------------ estimates
+    @property
+    def class_weights(self) -> np.ndarray | None:
+        """Class shares of a latent class model (decreasing)."""
+        if self.structure.kind != "latent_class":
+            return None
+        return self.params[self.structure.nodes[self.structure.root]]
+
+    def conditional_probabilities(self) -> dict[str, list[dict[str, float]]]:
+        """For every observed node, ``P(node = label | parent configuration)``: a list over
+        parent configurations (the classes, for a latent class model) of ``{label: p}``."""
+        out = {}
+        for i in self.structure.observed_nodes:
+            name = self.structure.nodes[i]
+            table = self.params[name].reshape(-1, self.structure.cardinalities[i])
+            labels = [str(lab) for lab in self.structure.labels[i]]
+            out[name] = [dict(zip(labels, map(float, row), strict=True)) for row in table]
+        return out
+
+    def _log_tables(self) -> tuple[np.ndarray, ...]:
+        with np.errstate(divide="ignore"):
+            return tuple(np.log(np.asarray(t)) for t in to_tables(self.structure, self.params))
+
+    def to_frame(self) -> pd.DataFrame:
+        """The estimate as a long table: ``node``, ``parents`` (the parent configuration, e.g.
+        ``"class 2"``), ``category`` and ``probability``, one row per CPT entry."""
+        return self._frame({"probability": self.params})
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self) -> dict:
+        """Everything as JSON-ready values (the command line prints this with ``--json``);
+        :meth:`from_dict` reads it back. Non-finite numbers are ``None``."""
+        weights = self.class_weights
+        return json_value({
+            "method": "em",
+            "estimator": self.estimator,
+            "map_basis": self.map_basis,
+            **self._run_dict(),
+            "loglik": self.loglik,
+            "objective": self.objective,
+            "log_prior": self.log_prior,
+            "bic": self.bic,
+            "aic": self.aic,
+            "icl": self.icl,
+            "entropy": self.entropy,
+            "cs": self.cs,
+            "bicp": self.bicp,
+            "log_alias": self.log_alias,
+            **self.corrected_scores(),
+            "effective_dimension": self.effective_dimension,
+            "bic_e": self.bic_e,
+            "restart_logliks": self.restart_logliks,
+            "restart_objectives": self.restart_objectives,
+            "restart_kept": self.restart_kept,
+            "params": self.params,
+            "expected_counts": self.expected_counts,
+            "score_prior": self.score_prior,
+            "conditional_probabilities": self.conditional_probabilities(),
+            "class_weights": None if weights is None else weights,
+        })
+
+    @classmethod
+    def from_dict(cls, spec: dict) -> EMResult:
+        """The result of :meth:`to_dict` (e.g. after a JSON round trip): the same estimate,
+        scores and predictions."""
+        fields = cls._run_fields(spec)
+        result = cls(
+            **fields,
+            params=arrays_from_json(spec["params"]),
+            loglik=float(spec["loglik"]),
+            objective=float(spec["objective"]),
+            estimator=spec["estimator"],
+            map_basis=spec["map_basis"],
+            log_prior=None if spec["log_prior"] is None else float(spec["log_prior"]),
+            restart_logliks=np.asarray(spec["restart_logliks"], dtype=np.float64),
+            restart_objectives=np.asarray(spec["restart_objectives"], dtype=np.float64),
+            restart_kept=np.asarray(spec["restart_kept"], dtype=bool),
+            entropy=float(spec["entropy"]),
+            expected_counts=arrays_from_json(spec["expected_counts"]),
+            score_prior=arrays_from_json(spec["score_prior"]),
+        )
+        if spec.get("effective_dimension") is not None:  # spare recomputing the cached value
+            result.__dict__["effective_dimension"] = int(spec["effective_dimension"])
+        return result
+
+    # ------------------------------------------------------------------ text
+    def summary(self) -> str:
+        """A poLCA-style printout: shares, conditional probabilities, fit statistics."""
+        s = self.structure
+        estimator = ("maximum likelihood" if self.estimator == "ml"
+                     else f"MAP ({self.map_basis} basis)")
+        if s.kind == "latent_class":
+            head = f"Latent class model: {s.n_classes} classes, {len(s.observed_nodes)} items"
+        else:
+            head = (f"{s.kind.upper()} model: {len(s.hidden_nodes)} hidden, "
+                    f"{len(s.observed_nodes)} observed nodes")
+        lines = [head + f", {estimator} by EM", ""]
+        if s.kind == "latent_class":
+            lines += ["Estimated class population shares",
+                      "  " + "  ".join(f"{w:.4f}" for w in self.class_weights), "",
+                      "Conditional item response probabilities, by class"]
+        else:
+            lines.append("Conditional probability tables")
+        order = s.topological_order if s.kind != "latent_class" else s.observed_nodes
+        for i in order:
+            table = self.params[s.nodes[i]].reshape(-1, s.cardinalities[i])
+            lines.append(f"${s.nodes[i]}")
+            lines += matrix_lines(config_labels(s, i), [str(lab) for lab in s.labels[i]],
+                                  table)
+            lines.append("")
+        status = "converged" if self.converged else "NOT converged (raise max_iter)"
+        gap = np.abs(self.restart_objectives - self.objective)
+        best_count = int(np.sum(gap < 1e-6 * max(1.0, abs(self.objective))))
+        n_missing_rows = self.n_rows - self.n_observed_rows
+        lines += [
+            "=========================================================",
+            f"number of rows: {self.n_rows} ({self.n_patterns} distinct patterns"
+            + (f", {n_missing_rows} fully missing" if n_missing_rows else "") + ")",
+            f"number of estimated parameters: {self.n_parameters}",
+            f"log-likelihood: {self.loglik:.4f}",
+            f"BIC  (loglik - d/2 ln N): {self.bic:.4f}   [poLCA scale: {-2 * self.bic:.4f}]",
+            f"AIC  (loglik - d):        {self.aic:.4f}   [poLCA scale: {-2 * self.aic:.4f}]",
+            f"ICL  (BIC - entropy):     {self.icl:.4f}",
+            f"EM: {status} after {self.n_iter} iterations; best found by {best_count} of "
+            f"{self.restarts} restarts; {self.seconds:.2f} s",
+        ]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (
+            f"EMResult(kind={self.structure.kind!r}, loglik={self.loglik:.4f}, "
+            f"n_parameters={self.n_parameters}, bic={self.bic:.4f}, converged={self.converged}, "
+            f"n_iter={self.n_iter}, restarts={self.restarts})"
+        )

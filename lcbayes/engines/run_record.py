@@ -1,0 +1,205 @@
+"""What every multi-restart fit records, shared by :class:`~lcbayes.EMResult` and
+:class:`~lcbayes.VBResult`: the run's fields, their lossless JSON form, posterior membership of
+new rows (``predict_proba``), and the boundary checks the two engines share."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+import pandas as pd
+
+from ..data import Dataset
+from ..errors import ArgumentError
+from ..inference import hidden_marginals
+from ..params import params_frame
+from ..structure import Structure
+from ..validation import check_int, check_seed, check_structure, data_for, seed_record
+
+__all__ = ["RunRecord", "arrays_from_json", "check_batching", "record_fields", "start_engine"]
+
+
+def start_engine(structure, seed) -> tuple[float, int | jax.Array]:
+    """The clock reading at an engine's start and its checked ``structure`` and ``seed``."""
+    check_structure(structure)
+    return time.perf_counter(), check_seed(seed)
+
+
+def check_batching(batch_size, restarts: int) -> int:
+    """Restarts run side by side: ``batch_size`` (at most ``restarts``), by default all of them
+    on a GPU/TPU and one at a time on a CPU."""
+    if batch_size is None:
+        batch_size = 1 if jax.default_backend() == "cpu" else restarts
+    return min(check_int(batch_size, "batch_size", 1), restarts)
+
+
+def arrays_from_json(spec: dict, dtype=np.float64) -> dict[str, np.ndarray]:
+    """``{name: nested lists}`` back to arrays (``None`` becomes NaN)."""
+    return {k: np.asarray(v, dtype=dtype) for k, v in spec.items()}
+
+
+@dataclass(frozen=True, repr=False)
+class RunRecord:
+    """The fields common to :class:`~lcbayes.EMResult` and :class:`~lcbayes.VBResult`.
+
+    Attributes:
+        structure: the model fitted.
+        n_iter, converged, history: the best restart's iterations, whether it met ``tol`` and
+            its objective after every iteration (never decreasing).
+        restart_n_iter, restart_converged: the same per restart.
+        n_rows, n_observed_rows, n_patterns: rows, rows with an observed value, unique patterns.
+        hidden_posteriors: ``{hidden node: (n_patterns, r_h)}`` posteriors per data pattern;
+            ``pattern_index`` maps rows to patterns.
+        seconds, seed, restarts, tol, max_iter: the run's settings and wall time (``seed`` is
+            the integer given, or the words of the ``jax.random`` key).
+    """
+
+    structure: Structure
+    n_iter: int
+    converged: bool
+    history: np.ndarray
+    restart_n_iter: np.ndarray
+    restart_converged: np.ndarray
+    n_rows: int
+    n_observed_rows: int
+    n_patterns: int
+    hidden_posteriors: dict[str, np.ndarray]
+    pattern_index: np.ndarray
+    seconds: float
+    seed: int | tuple[int, ...]
+    restarts: int
+    tol: float
+    max_iter: int
+
+    @property
+    def n_parameters(self) -> int:
+        """Standard dimension ``sum_i q_i (r_i - 1)``."""
+        return self.structure.n_parameters
+
+    @property
+    def n_classes(self) -> int | None:
+        """Number of classes of a latent class model (``None`` for other kinds)."""
+        return self.structure.n_classes
+
+    @property
+    def class_posteriors(self) -> np.ndarray | None:
+        """``(n_rows, K)`` posterior class membership of every row (latent class models)."""
+        if self.structure.kind != "latent_class":
+            return None
+        return self.hidden_posteriors[self.structure.nodes[self.structure.root]][
+            self.pattern_index]
+
+    # ------------------------------------------------------------------ new rows
+    def _log_tables(self) -> tuple[np.ndarray, ...]:
+        """Per node, the ``(q_i, r_i)`` log tables that classify rows."""
+        raise NotImplementedError
+
+    def _hidden_node(self, node: str | None) -> str:
+        s = self.structure
+        hidden = [s.nodes[h] for h in s.hidden_nodes]
+        if node is None:
+            if s.kind in ("latent_class", "hlc"):
+                return s.nodes[s.root]
+            if len(hidden) == 1:
+                return hidden[0]
+            raise ArgumentError(f"node must name a hidden node of this structure: one of "
+                                f"{hidden}")
+        if node not in hidden:
+            raise ArgumentError(f"node must name a hidden node of this structure: one of "
+                                f"{hidden}, got {node!r}")
+        return node
+
+    def predict_proba(self, data, *, node: str | None = None) -> np.ndarray:
+        """``(n_rows, r)`` posterior probabilities of the states of hidden ``node`` (default:
+        the class of a latent class model, the root of an HLC tree, the only hidden node of a
+        DAG) for every row of ``data`` (a Dataset, a DataFrame with the model's columns, or an
+        array of their codes). Missing values are summed out; a row with nothing observed gets
+        the prior shares."""
+        name = self._hidden_node(node)
+        data = data_for(self.structure, data)
+        return hidden_marginals(self.structure, self._log_tables(), data)[name]
+
+    def predict(self, data, *, node: str | None = None) -> np.ndarray:
+        """``(n_rows,)`` the most probable state (index into :meth:`predict_proba`'s columns;
+        classes are numbered from 0 here) of hidden ``node`` for every row of ``data``."""
+        return np.argmax(self.predict_proba(data, node=node), axis=1)
+
+    # ------------------------------------------------------------------ JSON
+    def _run_dict(self) -> dict:
+        """The JSON fields every result shares (read back by :meth:`_run_fields`)."""
+        return {
+            "kind": self.structure.kind,
+            "n_rows": self.n_rows,
+            "n_observed_rows": self.n_observed_rows,
+            "n_patterns": self.n_patterns,
+            "n_classes": self.n_classes,
+            "n_parameters": self.n_parameters,
+            "converged": self.converged,
+            "n_iter": self.n_iter,
+            "restarts": self.restarts,
+            "seed": self.seed,
+            "tol": self.tol,
+            "max_iter": self.max_iter,
+            "seconds": self.seconds,
+            "structure": self.structure.to_dict(),
+            "history": self.history,
+            "restart_n_iter": self.restart_n_iter,
+            "restart_converged": self.restart_converged,
+            "hidden_posteriors": self.hidden_posteriors,
+            "pattern_index": self.pattern_index,
+        }
+
+    @staticmethod
+    def _run_fields(spec: dict) -> dict:
+        """The :class:`RunRecord` fields of a :meth:`_run_dict`."""
+        seed = spec["seed"]
+        return {
+            "structure": Structure.from_dict(spec["structure"]),
+            "n_iter": int(spec["n_iter"]),
+            "converged": bool(spec["converged"]),
+            "history": np.asarray(spec["history"], dtype=np.float64),
+            "restart_n_iter": np.asarray(spec["restart_n_iter"], dtype=np.int64),
+            "restart_converged": np.asarray(spec["restart_converged"], dtype=bool),
+            "n_rows": int(spec["n_rows"]),
+            "n_observed_rows": int(spec["n_observed_rows"]),
+            "n_patterns": int(spec["n_patterns"]),
+            "hidden_posteriors": arrays_from_json(spec["hidden_posteriors"]),
+            "pattern_index": np.asarray(spec["pattern_index"], dtype=np.int64),
+            "seconds": float(spec["seconds"]),
+            "seed": seed if isinstance(seed, int) else tuple(int(w) for w in seed),
+            "restarts": int(spec["restarts"]),
+            "tol": float(spec["tol"]),
+            "max_iter": int(spec["max_iter"]),
+        }
+
+    def _frame(self, values: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
+        return params_frame(self.structure, values)
+
+
+def record_fields(structure: Structure, data: Dataset, runs, best: int, hidden_marginals,
+                  started: float, seed, restarts: int, tol: float, max_iter: int) -> dict:
+    """The :class:`RunRecord` fields of restart ``best`` of ``runs`` (NumPy arrays with
+    ``n_iter``, ``converged`` and ``history`` per restart), with the wall time since
+    ``started`` (a ``time.perf_counter()`` reading)."""
+    n_iter = int(runs.n_iter[best])
+    return {
+        "structure": structure,
+        "n_iter": n_iter,
+        "converged": bool(runs.converged[best]),
+        "history": runs.history[best][:n_iter],
+        "restart_n_iter": runs.n_iter,
+        "restart_converged": runs.converged,
+        "n_rows": data.n_rows,
+        "n_observed_rows": data.n_observed_rows,
+        "n_patterns": data.n_patterns,
+        "hidden_posteriors": {structure.nodes[h]: np.asarray(m) for h, m in
+                              zip(structure.hidden_nodes, hidden_marginals, strict=True)},
+        "pattern_index": data.pattern_index,
+        "seconds": time.perf_counter() - started,
+        "seed": seed_record(seed),
+        "restarts": int(restarts),
+        "tol": float(tol),
+        "max_iter": int(max_iter),
+    }

@@ -1,0 +1,173 @@
+"""The bottom of the output side: number formats, plain-text, HTML and Markdown tables, the
+report stylesheet, figures as embedded PNGs, and values made JSON-ready.
+
+Reports (:mod:`lcbayes.comparison.report`), diagnostics (:mod:`lcbayes.samplers.diagnostics`),
+the command line and the results' ``summary()`` and ``to_dict()`` all use these, so a number
+looks the same everywhere. Figures are matplotlib :class:`~matplotlib.figure.Figure` objects
+(no pyplot state), rendered at 100 dpi with no timestamp, so the same figure gives the same
+bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["CSS", "data_uri", "fmt", "html_document", "html_figure", "html_table", "json_value",
+           "kv_table", "matrix_lines", "md_escape", "md_table", "png", "text_html", "text_table",
+           "write_text"]
+
+#: The stylesheet of every HTML report.
+CSS = """
+body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2em auto;
+       max-width: 1200px; color: #222; line-height: 1.45; padding: 0 1em; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.86em; }
+th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: right; white-space: nowrap; }
+th { background: #f0f0f0; } td:first-child, th:first-child { text-align: left; }
+tr.flagged td { background: #fff8e6; } td.flag { background: #ffd9d0 !important; }
+td.flags { color: #b00; text-align: left; } .note { color: #555; font-size: 0.9em; }
+figure { margin: 1.2em 0; } figcaption { color: #555; font-size: 0.9em; }
+img { max-width: 100%; } code { background: #f4f4f4; padding: 0 3px; }
+details { margin: 0.6em 0; } pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; }
+"""
+
+
+def fmt(value, digits: int = 2) -> str:
+    """A table cell: floats with ``digits`` decimals, missing and non-finite values empty."""
+    if value is None or value is pd.NA:
+        return ""
+    if isinstance(value, float | np.floating):
+        return "" if not math.isfinite(value) else f"{value:.{digits}f}"
+    return str(value)
+
+
+def json_value(value):
+    """NaN, NA and NumPy values to JSON-ready Python values, recursively (non-finite floats and
+    missing values become ``None``, arrays lists, mapping keys text)."""
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_value(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [json_value(v) for v in value.tolist()]
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    return value
+
+
+# ---------------------------------------------------------------------- plain text
+def text_table(head: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """Aligned plain-text lines: the first column left-aligned, the others right-aligned."""
+    body = [list(r) for r in rows]
+    widths = [max(len(h), *(len(r[j]) for r in body)) for j, h in enumerate(head)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) if j == 0 else c.rjust(w)
+                         for j, (c, w) in enumerate(zip(cells, widths, strict=True)))
+
+    return [line(head), *(line(r) for r in body)]
+
+
+def matrix_lines(row_names: Sequence[str], col_names: Sequence[str], values, digits: int = 4
+                 ) -> list[str]:
+    """A labelled matrix of numbers as aligned text (e.g. a CPT: parent configurations by
+    categories)."""
+    width = max(digits + 2, *(len(c) for c in col_names))
+    lead = max(len(r) for r in row_names)
+    lines = [" " * lead + "  " + "  ".join(c.rjust(width) for c in col_names)]
+    for name, row in zip(row_names, values, strict=True):
+        lines.append(name.ljust(lead) + "  " + "  ".join(f"{v:{width}.{digits}f}" for v in row))
+    return lines
+
+
+# ---------------------------------------------------------------------- HTML
+def html_table(head: Sequence[str], rows: Iterable[Sequence[str]],
+               row_classes: Sequence[str] | None = None,
+               cell_classes: Sequence[Sequence[str]] | None = None,
+               escape: bool = True) -> str:
+    """An HTML table; ``rows`` hold text (escaped unless ``escape=False``, for cells that
+    already are HTML), with an optional class per row and per cell."""
+    rows = [list(r) for r in rows]
+    head_html = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = []
+    for i, cells in enumerate(rows):
+        tds = []
+        for j, text in enumerate(cells):
+            cls = cell_classes[i][j] if cell_classes is not None else ""
+            attr = f' class="{cls}"' if cls else ""
+            tds.append(f"<td{attr}>{html.escape(text) if escape else text}</td>")
+        cls = row_classes[i] if row_classes is not None else ""
+        row_attr = f' class="{cls}"' if cls else ""
+        body.append(f"<tr{row_attr}>{''.join(tds)}</tr>")
+    return f"<table><thead><tr>{head_html}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def kv_table(items: Mapping, digits: int = 3) -> str:
+    """A two-column HTML table of ``{key: value}``."""
+    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(fmt(v, digits))}</td>"
+                   "</tr>" for k, v in items.items())
+    return f"<table>{rows}</table>"
+
+
+def text_html(text: str) -> str:
+    """Paragraphs (separated by blank lines) as escaped ``<p>`` elements."""
+    return "".join(f"<p>{html.escape(p.strip())}</p>" for p in text.split("\n\n") if p.strip())
+
+
+def png(fig) -> bytes:
+    """A matplotlib figure as PNG bytes (100 dpi, no software or time stamp)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def data_uri(png_bytes: bytes) -> str:
+    """A PNG as a ``data:`` URI."""
+    return "data:image/png;base64," + base64.b64encode(png_bytes).decode("ascii")
+
+
+def html_figure(key: str, png_bytes: bytes, caption: str) -> str:
+    """A ``<figure>`` with the PNG embedded and its caption."""
+    return (f"<figure><img alt='{html.escape(key)}' src=\"{data_uri(png_bytes)}\">"
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+
+def html_document(title: str, body: str) -> str:
+    """A whole HTML page with the report stylesheet."""
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>\n{body}\n"
+            "</body></html>")
+
+
+# ---------------------------------------------------------------------- Markdown
+def md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def md_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """Markdown table lines: the first column left-aligned, the others right-aligned."""
+    out = ["| " + " | ".join(md_escape(h) for h in header) + " |",
+           "|" + "|".join("---" if j == 0 else "---:" for j in range(len(header))) + "|"]
+    out += ["| " + " | ".join(md_escape(v) for v in r) + " |" for r in rows]
+    return out
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path``, creating its folder; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -1,0 +1,5 @@
+"""Posterior sampling of latent class models and what follows it: Gibbs sampling at a fixed
+number of classes (:mod:`.gibbs`), reversible jump over the number of classes (:mod:`.rjmcmc`),
+their results (:mod:`.results`) stored as ArviZ ``InferenceData`` (:mod:`.idata`), label
+switching (:mod:`.relabelling`) and convergence diagnostics with reports (:mod:`.diagnostics`).
+"""

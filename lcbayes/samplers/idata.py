@@ -1,0 +1,214 @@
+"""ArviZ ``InferenceData`` of latent class posterior draws (the Gibbs and RJMCMC engines).
+
+Groups, variables and dims (a contract that :mod:`lcbayes.samplers.relabelling` and the
+diagnostics read):
+
+* ``posterior``: ``class_weights`` ``(chain, draw, class)``; for every data column ``c``,
+  ``theta_<c>`` ``(chain, draw, class, <c>_category)`` with the column's category labels (as
+  strings) for coordinates; ``class`` coordinates ``0 .. S-1``. With a varying number of
+  classes, ``k`` ``(chain, draw)`` counts the active classes, which fill the first ``k`` slots;
+  the other slots are NaN.
+* ``sample_stats``: ``log_likelihood`` (``sum_rows ln p(y_row | theta)``, missing values summed
+  out), ``log_joint`` (plus the log prior density) and any engine-specific statistics.
+* ``observed_data``: ``y`` ``(row, item)``, integer codes with ``-1`` for missing.
+* ``posterior.attrs``: the engine's settings, JSON-serialisable; ``labels_json`` maps every
+  column to its labels.
+"""
+
+from __future__ import annotations
+
+import json
+
+import arviz as az
+import numpy as np
+import xarray as xr
+
+from ..data import Dataset
+from ..errors import ArgumentTypeError, LcbayesError
+from ..render import json_value
+from ..validation import check_choice
+
+__all__ = ["ARRANGEMENTS", "as_inference_data", "condition_on_k", "inference_data_from_dict",
+           "inference_data_to_dict", "item_columns", "lc_inference_data", "select_draws"]
+
+#: How a ``k``-conditioned selection arranges its draws (:func:`select_draws`).
+ARRANGEMENTS = ("keep", "flatten")
+
+
+def lc_inference_data(data: Dataset, weights: np.ndarray, theta: np.ndarray,
+                      log_likelihood: np.ndarray, log_joint: np.ndarray, attrs: dict,
+                      k: np.ndarray | None = None,
+                      stats: dict[str, tuple[tuple[str, ...], np.ndarray]] | None = None,
+                      stat_coords: dict[str, list] | None = None) -> az.InferenceData:
+    """Assemble the InferenceData of the module docstring.
+
+    Args:
+        data: the data set the draws were made on (its columns in order).
+        weights: ``(C, D, S)`` class weights.
+        theta: ``(C, D, S, J, R)`` item tables, padded to the largest cardinality ``R``.
+        log_likelihood, log_joint: ``(C, D)``.
+        attrs: posterior attributes (str, int or float values).
+        k: ``(C, D)`` active classes per draw (first ``k`` slots), or None when all are.
+        stats: extra sample statistics, ``{name: (dims after (chain, draw), values)}``.
+        stat_coords: coordinates of the extra statistics' dims.
+    """
+    n_chains, n_draws, slots = weights.shape
+    coords = {"chain": np.arange(n_chains), "draw": np.arange(n_draws),
+              "class": np.arange(slots)}
+    weights = np.asarray(weights, dtype=np.float64)
+    theta = np.asarray(theta, dtype=np.float64)
+    posterior = {}
+    if k is not None:
+        inactive = np.arange(slots)[None, None, :] >= np.asarray(k)[:, :, None]
+        weights = np.where(inactive, np.nan, weights)
+        theta = np.where(inactive[..., None, None], np.nan, theta)
+        posterior["k"] = (("chain", "draw"), np.asarray(k, dtype=np.int64))
+    posterior["class_weights"] = (("chain", "draw", "class"), weights)
+    for j, (column, labels) in enumerate(zip(data.columns, data.labels, strict=True)):
+        dim = f"{column}_category"
+        coords[dim] = [str(label) for label in labels]
+        posterior[f"theta_{column}"] = (("chain", "draw", "class", dim),
+                                        theta[:, :, :, j, :len(labels)])
+    labels = {c: [str(v) for v in lab] for c, lab in zip(data.columns, data.labels, strict=True)}
+    sample_stats = {"log_likelihood": (("chain", "draw"), np.asarray(log_likelihood)),
+                    "log_joint": (("chain", "draw"), np.asarray(log_joint))}
+    for name, (dims, values) in (stats or {}).items():
+        sample_stats[name] = (("chain", "draw", *dims), np.asarray(values))
+    chain_draw = {"chain": coords["chain"], "draw": coords["draw"]}
+    return az.InferenceData(
+        posterior=xr.Dataset(posterior, coords=coords,
+                             attrs={**attrs, "labels_json": json.dumps(labels)}),
+        sample_stats=xr.Dataset(sample_stats, coords={**chain_draw, **(stat_coords or {})}),
+        observed_data=xr.Dataset(
+            {"y": (("row", "item"), np.asarray(data.codes, dtype=np.int64))},
+            coords={"row": np.arange(data.n_rows), "item": list(data.columns)}),
+    )
+
+
+def inference_data_to_dict(idata: az.InferenceData) -> dict:
+    """Every group of ``idata`` as JSON-ready values: per group its attributes, coordinates and
+    variables (dims, dtype and nested lists; NaN as ``None``). :func:`inference_data_from_dict`
+    reads it back."""
+    def variable(var: xr.DataArray) -> dict:
+        return {"dims": list(var.dims), "dtype": str(var.dtype),
+                "data": json_value(var.values)}
+
+    return {group: {"attrs": json_value(dict(idata[group].attrs)),
+                    "coords": {str(c): variable(idata[group][c]) for c in idata[group].coords},
+                    "data_vars": {str(v): variable(idata[group][v])
+                                  for v in idata[group].data_vars}}
+            for group in idata.groups()}
+
+
+def inference_data_from_dict(spec: dict) -> az.InferenceData:
+    """The ``InferenceData`` of :func:`inference_data_to_dict`."""
+    def array(var: dict) -> tuple[tuple[str, ...], np.ndarray]:
+        dtype = np.dtype(var["dtype"]) if var["dtype"] != "object" else object
+        if np.issubdtype(dtype, np.floating):
+            values = np.array(var["data"], dtype=np.float64).astype(dtype)
+        else:
+            values = np.array(var["data"], dtype=dtype)
+        return tuple(var["dims"]), values
+
+    groups = {}
+    for group, content in spec.items():
+        coords = {c: array(v) for c, v in content["coords"].items()}
+        data_vars = {v: array(d) for v, d in content["data_vars"].items()}
+        groups[group] = xr.Dataset(data_vars, coords=coords, attrs=content["attrs"])
+    return az.InferenceData(**groups)
+
+
+def as_inference_data(draws) -> az.InferenceData:
+    """The ``InferenceData`` of a sampler result (:class:`~lcbayes.GibbsResult`,
+    :class:`~lcbayes.RJMCMCResult`), or ``draws`` itself when it already is one."""
+    convert = getattr(draws, "to_inference_data", None)
+    if callable(convert):
+        return convert()
+    if isinstance(draws, az.InferenceData):
+        return draws
+    raise ArgumentTypeError(f"expected the result of lcb.gibbs or lcb.rjmcmc (or its "
+                            f"InferenceData), got {type(draws).__name__}")
+
+
+def item_columns(idata: az.InferenceData) -> list[str]:
+    """The item columns, after checking the groups and variables the contract promises."""
+    for group in ("posterior", "observed_data"):
+        if group not in idata.groups():
+            raise LcbayesError(f"the InferenceData has no {group} group (groups: "
+                               f"{', '.join(idata.groups())}); pass the output of lcb.gibbs "
+                               "or lcb.rjmcmc")
+    post = idata.posterior
+    if "class_weights" not in post:
+        raise LcbayesError("posterior has no variable 'class_weights' (variables: "
+                           f"{', '.join(map(str, post.data_vars))}); pass the output of "
+                           "lcb.gibbs or lcb.rjmcmc")
+    if "y" not in idata.observed_data or "item" not in idata.observed_data["y"].dims:
+        raise LcbayesError("observed_data needs a variable 'y' with dims ('row', 'item') of "
+                           "integer codes (-1 = missing)")
+    items = [str(c) for c in idata.observed_data["item"].values]
+    missing = [f"theta_{c}" for c in items if f"theta_{c}" not in post]
+    if missing:
+        raise LcbayesError(f"posterior lacks {', '.join(missing)} for the observed items "
+                           f"{items}")
+    for name in ["class_weights", *(f"theta_{c}" for c in items)]:
+        if not {"chain", "draw", "class"} <= set(post[name].dims):
+            raise LcbayesError(f"posterior variable {name} has dims {post[name].dims}; "
+                               "expected ('chain', 'draw', 'class', ...)")
+    return items
+
+
+def select_draws(idata: az.InferenceData, k: int | None, chains: str = "keep"
+                 ) -> tuple[az.InferenceData, np.ndarray, np.ndarray]:
+    """The draws with ``k`` classes (all draws of fixed-``K`` output, ``k=None``) arranged by
+    ``chains`` (``"keep"`` or ``"flatten"``, :mod:`lcbayes.samplers.relabelling`), and the
+    input chain and draw of each."""
+    check_choice(chains, "chains", ARRANGEMENTS)
+    post = idata.posterior
+    n_chains, n_draws = post.sizes["chain"], post.sizes["draw"]
+    n_slots = post.sizes["class"]
+    if "k" not in post:
+        if k is not None and k != n_slots:
+            raise LcbayesError(f"k={k} was given but the posterior has no variable 'k' "
+                               f"(fixed-K output with {n_slots} classes); leave k=None")
+        grid = np.indices((n_chains, n_draws))
+        return idata, grid[0], grid[1]
+    ks = post["k"].transpose("chain", "draw").values.astype(int)
+    visited = dict(zip(*np.unique(ks, return_counts=True), strict=True))
+    seen = ", ".join(f"K={v}: {n} draws" for v, n in visited.items())
+    if k is None:
+        raise LcbayesError(f"the posterior has a variable 'k' (reversible jump output); pass "
+                           f"k=K to relabel the draws with K classes ({seen})")
+    if k not in visited:
+        raise LcbayesError(f"no draw has k={k}; the draws visit {seen}")
+    hits = [np.flatnonzero(row == k) for row in ks]
+    if chains == "flatten":
+        src_chain = np.concatenate([np.full(len(h), c) for c, h in enumerate(hits)])[None]
+        src_draw = np.concatenate(hits)[None]
+    else:
+        kept = [c for c, h in enumerate(hits) if len(h)]
+        n = min(len(hits[c]) for c in kept)
+        src_chain = np.repeat(np.array(kept)[:, None], n, axis=1)
+        src_draw = np.stack([hits[c][:n] for c in kept])
+    index = {"chain": xr.DataArray(src_chain, dims=("chain", "draw")),
+             "draw": xr.DataArray(src_draw, dims=("chain", "draw"))}
+    groups = {}
+    for group in idata.groups():
+        ds = idata[group]
+        if {"chain", "draw"} <= set(ds.dims):
+            ds = ds.isel(index).drop_vars(["chain", "draw"]).assign_coords(
+                chain=np.arange(src_chain.shape[0]), draw=np.arange(src_chain.shape[1]))
+            if "class" in ds.dims:
+                ds = ds.isel({"class": slice(0, k)})
+            if group == "posterior":
+                ds = ds.drop_vars("k").assign_attrs(relabel_k=int(k))
+        groups[group] = ds
+    return az.InferenceData(**groups), src_chain, src_draw
+
+
+def condition_on_k(idata: az.InferenceData, k: int, chains: str = "keep") -> az.InferenceData:
+    """Reversible jump draws with ``k`` classes and their first ``k`` class slots, arranged as
+    in the module docstring (``chains="keep"`` or ``"flatten"``), not relabelled. ``idata``:
+    an :class:`~lcbayes.RJMCMCResult` or its ``InferenceData``."""
+    idata = as_inference_data(idata)
+    item_columns(idata)
+    return select_draws(idata, k, chains)[0]
