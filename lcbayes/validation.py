@@ -42,18 +42,19 @@ _SEED_HELP = "a non-negative integer below 2**63 or a jax.random key"
 
 def check_seed(seed, name: str = "seed") -> int | jax.Array:
     """``seed`` as an ``int`` in ``[0, 2**63)`` or a raw ``uint32`` key of shape ``(2,)``."""
-    if isinstance(seed, jax.Array | np.ndarray) and (
-            jax.dtypes.issubdtype(seed.dtype, jax.dtypes.prng_key)
-            or not (seed.shape == () and np.issubdtype(seed.dtype, np.integer))):
+    if isinstance(seed, jax.Array | np.ndarray):
         if jax.dtypes.issubdtype(seed.dtype, jax.dtypes.prng_key):
             if seed.shape != ():
                 raise ArgumentError(f"{name} must be one jax.random key, got an array of "
                                     f"shape {seed.shape}")
             seed = jax.random.key_data(seed)
-        if seed.dtype == np.uint32 and seed.shape == (2,):
+        if seed.shape == () and np.issubdtype(seed.dtype, np.integer):
+            seed = int(seed)  # an integer scalar array
+        elif seed.dtype == np.uint32 and seed.shape == (2,):
             return jax.numpy.asarray(seed)
-        raise ArgumentError(f"{name} must be {_SEED_HELP} (threefry: 2 uint32 words), got an "
-                            f"array of dtype {seed.dtype} and shape {seed.shape}")
+        else:
+            raise ArgumentError(f"{name} must be {_SEED_HELP} (threefry: 2 uint32 words), got "
+                                f"an array of dtype {seed.dtype} and shape {seed.shape}")
     if isinstance(seed, bool | np.bool_) or not isinstance(seed, numbers.Integral):
         raise ArgumentTypeError(f"{name} must be {_SEED_HELP}, got {type(seed).__name__} "
                                 f"{seed!r}")

@@ -110,6 +110,13 @@ def test_a_data_frame_without_a_column_is_refused_naming_it(structure, data, eng
         ENGINES_ON_A_STRUCTURE[engine](structure, frame)
 
 
+def test_compare_names_the_candidate_whose_column_the_data_lack(structure, data):
+    frame = data.to_pandas().drop(columns=["D"])
+    with no_jax_program(), pytest.raises(lcb.LcbayesError,
+                                         match=r"candidate 'LC\(2\)' observes column\(s\) \['D'\]"):
+        lcb.compare(frame, [structure], progress=False)
+
+
 @pytest.mark.parametrize("engine", sorted(ENGINES_ON_A_STRUCTURE))
 def test_a_structure_of_other_columns_is_refused_naming_them(data, engine):
     other = lcb.Dataset.from_codes(np.array([[0, 1], [1, 0]]), columns=["A", "Z"])
@@ -146,8 +153,10 @@ def test_a_jax_key_is_a_seed_and_is_recorded(structure, data):
     by_int = lcb.em(structure, data, restarts=3, seed=3)
     by_key = lcb.em(structure, data, restarts=3, seed=jax.random.key(3))
     by_raw = lcb.em(structure, data, restarts=3, seed=jax.random.PRNGKey(3))
-    np.testing.assert_array_equal(by_int.restart_logliks, by_key.restart_logliks)
-    np.testing.assert_array_equal(by_int.restart_logliks, by_raw.restart_logliks)
+    by_array = lcb.em(structure, data, restarts=3, seed=np.array(3, dtype=np.int64))
+    for other in (by_key, by_raw, by_array):
+        np.testing.assert_array_equal(by_int.restart_logliks, other.restart_logliks)
+    assert by_array.seed == 3
     assert by_int.seed == 3 and by_key.seed == (0, 3)
     other = lcb.em(structure, data, restarts=3, seed=jax.random.key(4))
     assert not np.array_equal(other.restart_logliks, by_int.restart_logliks)

@@ -466,7 +466,8 @@ class TestCheckData:
     def test_rows_lacking_a_category_are_recoded_to_the_structure_labels(self):
         full = Dataset.from_codes([[0, 1], [1, 0], [2, 1]], columns=["a", "b"],
                                   labels=[["x", "y", "z"], [1, 2]])
-        part = Dataset.from_pandas(pd.DataFrame({"a": ["z", "x"], "b": [1, None]}))
+        with pytest.warns(UserWarning, match="'b' is constant"):
+            part = Dataset.from_pandas(pd.DataFrame({"a": ["z", "x"], "b": [1, None]}))
         assert part.labels[0] == ("x", "z")
         out = latent_class(full, 2).check_data(part)
         assert out.labels == full.labels
