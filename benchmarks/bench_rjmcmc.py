@@ -29,7 +29,6 @@ asserted; the figures depend on the machine and its load.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import time
@@ -39,7 +38,7 @@ import jax
 import numpy as np
 
 import lcbayes as lcb
-from lcbayes.rjmcmc import posterior_k, rjmcmc
+from lcbayes import rjmcmc
 
 #: True class shares of the simulated data.
 SHARES = (0.5, 0.3, 0.2)
@@ -74,15 +73,15 @@ def bench(n: int, draws: int, warmup: int, thin: int, seed: int) -> dict:
     rjmcmc(data, seed=seed, **settings)
     first = time.perf_counter() - start
     start = time.perf_counter()
-    idata = rjmcmc(data, seed=seed + 1, **settings)
+    result = rjmcmc(data, seed=seed + 1, **settings)
     run = time.perf_counter() - start
     sweeps = CHAINS * (warmup + draws * thin)
-    ess_k = float(az.ess(idata, var_names=["k"])["k"])
+    ess_k = float(az.ess(result.to_inference_data(), var_names=["k"])["k"])
     return {"n": n, "patterns": data.n_patterns, "compile_s": first - run, "run_s": run,
             "sweeps": sweeps, "sweeps_per_s": sweeps / run, "ess_k": ess_k,
             "ess_k_per_s": ess_k / run,
-            "posterior_k": {k: p for k, p in posterior_k(idata).items() if p > 0},
-            "acceptance": json.loads(idata.posterior.attrs["acceptance_json"])}
+            "posterior_k": {k: p for k, p in result.posterior_k.items() if p > 0},
+            "acceptance": result.acceptance}
 
 
 def main(argv=None) -> None:
