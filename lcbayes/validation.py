@@ -24,6 +24,7 @@ import jax
 import numpy as np
 import pandas as pd
 
+from . import jax_setup  # noqa: F401  (64-bit JAX, the compilation cache)
 from .data import Dataset
 from .errors import ArgumentError, ArgumentTypeError, DataError, StructureError
 from .structure import Structure

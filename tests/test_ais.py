@@ -201,3 +201,21 @@ def test_log_dirichlet_rows_are_normalised_dirichlet_draws():
     np.testing.assert_allclose(draws.sum(-1), 1.0)
     mean = np.asarray(alpha) / np.asarray(alpha).sum(-1, keepdims=True)
     np.testing.assert_allclose(draws.mean(0), mean, atol=0.02)
+
+
+def test_progress_bar_advances_and_a_second_call_reuses_the_compiled_program(capsys):
+    """The bar is advanced by a module-level callback, so the program does not depend on it:
+    a second call with ``progress=True`` traces nothing (it used to recompile every time)."""
+    structure, data = _simulated(_lc2, [2, 2, 2], 20, seed=8)
+    events: list[str] = []
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda name, *args, **kwargs: events.append(name))
+    first = lcb.ais(structure, data, chains=4, temperatures=200, seed=0, progress=True)
+    assert "200/200" in capsys.readouterr().err
+    start = len(events)
+    second = lcb.ais(structure, data, chains=4, temperatures=200, seed=0, progress=True)
+    assert [e for e in events[start:] if "jaxpr_trace" in e] == []
+    assert "200/200" in capsys.readouterr().err
+    np.testing.assert_array_equal(first.log_weights, second.log_weights)
+    quiet = lcb.ais(structure, data, chains=4, temperatures=200, seed=0)
+    np.testing.assert_array_equal(first.log_weights, quiet.log_weights)

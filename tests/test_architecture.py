@@ -65,9 +65,19 @@ def _imports(name: str) -> list[tuple[str, list[str], int]]:
     return out
 
 
+def _lazy_api() -> set[str]:
+    """The modules behind the lazily loaded public names (``lcbayes.API``, read from source)."""
+    tree = ast.parse(MODULES["lcbayes"].read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "API":
+            return set(ast.literal_eval(node.value).values())
+    return set()
+
+
 def _dependencies(name: str) -> set[str]:
-    """The lcbayes modules ``name`` imports (``from pkg import module`` counts as the module)."""
-    deps = set()
+    """The lcbayes modules ``name`` imports (``from pkg import module`` counts as the module;
+    the package depends on every module of its lazily loaded API)."""
+    deps = _lazy_api() if name == "lcbayes" else set()
     for source, names, _ in _imports(name):
         targets = [f"{source}.{n}" for n in names if f"{source}.{n}" in MODULES]
         deps.update(targets or ([source] if source in MODULES else []))
@@ -81,8 +91,9 @@ def test_the_scan_sees_the_package():
     assert {"lcbayes", "lcbayes.engines.em", "lcbayes.comparison.registry",
             "lcbayes.render", "lcbayes._version"} <= set(MODULES)
     assert "lcbayes.engines.squarem" in _dependencies("lcbayes.engines.em")
-    # lazy imports inside functions count
+    # lazy imports inside functions count, and so does the package's lazy API
     assert "lcbayes.comparison.report" in _dependencies("lcbayes.comparison.table")
+    assert "lcbayes.engines.em" in _dependencies("lcbayes")
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -121,6 +132,36 @@ def test_the_cycle_check_finds_a_cycle():
     graph = {name: set(_dependencies(name)) for name in MODULES}
     graph["lcbayes.render"].add("lcbayes")
     assert "lcbayes.render" in find_cycle(graph)
+
+
+def _imports_jax(name: str) -> bool:
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    return any((isinstance(n, ast.Import) and any(a.name.split(".")[0] == "jax" for a in n.names))
+               or (isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "jax")
+               for n in ast.walk(tree))
+
+
+def test_every_module_computing_with_jax_sets_jax_up_first():
+    """64-bit floats and the compilation cache (lcbayes.jax_setup) come with every module that
+    imports JAX: through its own imports or its parent packages'."""
+    graph = {name: _dependencies(name) for name in MODULES}
+
+    def closure(name: str) -> set[str]:
+        seen, todo = set(), [name]
+        while todo:
+            node = todo.pop()
+            parents = [".".join(node.split(".")[:i]) for i in range(2, node.count(".") + 1)]
+            for dep in [*graph[node], *parents]:
+                if dep not in seen:
+                    seen.add(dep)
+                    todo.append(dep)
+        return seen
+
+    exempt = {"lcbayes.jax_setup", "lcbayes.cache"}  # they configure JAX, they compute nothing
+    missing = [name for name in MODULES if name not in exempt and _imports_jax(name)
+               and "lcbayes.jax_setup" not in closure(name)]
+    assert not missing, f"modules using JAX without lcbayes.jax_setup: {missing}"
+    assert "lcbayes.jax_setup" in closure("lcbayes.engines.squarem")  # through its package
 
 
 def test_no_module_imports_a_private_name_of_another():

@@ -32,6 +32,6 @@ def tied_runner(structure: Structure, patterns, weights, priors, tau, strength, 
 
     def run(groups, key):
         problem = base._replace(tying=row_tying(groups, structure.table_shapes))
-        return anneal(structure, kernel, blocks, chains, None, problem, tau, key)
+        return anneal(structure, kernel, blocks, chains, False, problem, tau, key)
 
     return run

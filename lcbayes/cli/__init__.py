@@ -6,7 +6,8 @@
 * ``lcbayes demo`` (:mod:`.demo`): the simulated three-class demo and its reports.
 
 Bad input prints a one-line error and exits with status 2. JAX's persistent compilation cache is
-on, so a second run is fast. Options left out keep the defaults of the library function behind
+on (:mod:`lcbayes.cache`; ``LCBAYES_CACHE_DIR`` moves it or, set to ``off``, turns it off), so a
+second run is fast. Options left out keep the defaults of the library function behind
 the subcommand (read from its signature, so the two never disagree).
 
 A structure file is JSON: ``{"kind": "hlc", "tree": {...}, "cardinalities": {...}}`` or
@@ -22,7 +23,6 @@ import warnings
 from collections.abc import Sequence
 
 from .._version import __version__
-from ..cache import enable_compilation_cache
 from ..errors import LcbayesError
 from . import compare, demo, fit, rjmcmc
 
@@ -44,7 +44,6 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lcbayes`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
-    enable_compilation_cache()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

@@ -22,16 +22,19 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..data import Dataset
 from ..render import json_value
-from ..samplers.diagnostics import Diagnostics, diagnostics
 from ..samplers.relabelling import METHODS as RELABEL_METHODS
-from ..samplers.results import RJMCMCResult
 from ..samplers.rjmcmc import MOVES, rjmcmc
 from .common import UsageError, add_data_arguments, check_output, default, read_data
+
+if TYPE_CHECKING:
+    from ..samplers.diagnostics import Diagnostics
+    from ..samplers.results import RJMCMCResult
 
 __all__ = ["add_parser", "rjmcmc_summary", "run"]
 
@@ -132,6 +135,8 @@ def _text(out: dict, diag: Diagnostics, path: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..samplers.diagnostics import diagnostics  # ArviZ and matplotlib: only when run
+
     start = time.perf_counter()
     check_output(args.report, "--report")
     check_output(args.markdown, "--markdown")

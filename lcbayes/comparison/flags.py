@@ -35,7 +35,6 @@ they are listed, with the thresholds behind them:
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import chi2
 
 from ..engines.em_result import EMResult
 from .registry import Flag, register_flag
@@ -164,6 +163,8 @@ def singular_reasons(fit: EMResult, previous: EMResult | None = None,
         dims: ``(d_e(K - 1), d_e(K))``, the effective dimensions for its degrees of freedom
             (default: the standard dimensions).
     """
+    from scipy.stats import chi2  # scipy.stats takes a second to import: only when needed
+
     s = fit.structure
     if s.kind != "latent_class" or s.n_classes < 2:
         return []

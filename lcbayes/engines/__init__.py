@@ -8,3 +8,5 @@ at the boundary (:mod:`lcbayes.validation`) and returns a frozen result with ``t
 ``from_dict``, ``to_frame`` and ``summary``. Each also exposes its jitted core (``run_em``,
 ``run_vbem``, ``anneal``) for callers that batch or tie structures.
 """
+
+from .. import jax_setup  # noqa: F401  (64-bit JAX, the compilation cache)

@@ -45,6 +45,7 @@ Example::
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from typing import Literal, NamedTuple
 
 import jax
@@ -64,7 +65,7 @@ from .gamma_sampler import log_dirichlet_flat
 from .run_record import start_engine
 
 __all__ = ["DEFAULT_CONCENTRATION", "FLOOR", "MAX_GIBBS_STATES", "AISProblem", "ais", "anneal",
-           "make_problem"]
+           "make_problem", "progress_bar"]
 
 #: Default ``(c0, c1)`` of the MH proposal strength ``alpha_k = c0 + c1 n tau_{k-1}``.
 DEFAULT_CONCENTRATION = (2.0, 0.5)
@@ -214,11 +215,12 @@ def _gibbs_step(structure, problem: AISProblem, state: _GibbsState, key, tau, bl
 _KERNELS = {"mh": (_mh_init, _mh_step), "gibbs": (_gibbs_init, _gibbs_step)}
 
 
-def anneal(structure: Structure, kernel: str, blocks: str, chains: int, progress,
+def anneal(structure: Structure, kernel: str, blocks: str, chains: int, progress: bool,
            problem: AISProblem, tau: jax.Array, key: jax.Array):
     """The core: ``(K, C)`` running log weights and acceptances of ``chains`` chains through
     the temperatures ``tau`` (one ``lax.scan``; pure, so it can be vmapped, e.g. over the
-    tyings of one host structure). ``progress``: ``None`` or a callback of the step index."""
+    tyings of one host structure). ``progress``: advance the bar of :func:`progress_bar`
+    from inside the loop."""
     init, step = _KERNELS[kernel]
     k_init, k_run = jax.random.split(key)
     states = jax.vmap(lambda k: init(structure, problem, k))(jax.random.split(k_init, chains))
@@ -231,8 +233,8 @@ def anneal(structure: Structure, kernel: str, blocks: str, chains: int, progress
         states, accepted, loglik = chain_step(states, jax.random.split(
             jax.random.fold_in(k_run, k), chains), t_prev)
         log_w = log_w + (t_next - t_prev) * loglik
-        if progress is not None:
-            progress(k)
+        if progress:
+            _report_progress(k, tau.shape[0] - 1)
         return (states, log_w), (log_w, accepted)
 
     steps = jnp.arange(tau.shape[0] - 1)
@@ -277,22 +279,40 @@ def _quarters(accepted: np.ndarray) -> np.ndarray:
     return np.array([part.mean() for part in np.array_split(accepted, 4) if part.size])
 
 
-def _progress_bar(total: int):
-    """A tqdm bar advanced from inside the jitted loop, every ``total // 100`` steps
-    (``jax.debug.callback`` under ``lax.cond``; the loop body is not vmapped)."""
+#: The progress bars of the AIS runs under way, the innermost last (the host side of the
+#: callback in :func:`anneal`: a module-level function, so the compiled program does not depend
+#: on the bar and is reused by every call).
+_BARS: list = []
+
+
+def _advance_bar(k) -> None:
+    if _BARS:
+        _BARS[-1].update(int(k) + 1 - _BARS[-1].n)
+
+
+def _report_progress(k, total: int) -> None:
+    """Advance the bar every ``total // 100`` steps (``jax.debug.callback`` under
+    ``lax.cond``; the loop body is not vmapped)."""
+    due = ((k + 1) % max(total // 100, 1) == 0) | (k + 1 == total)
+    jax.lax.cond(due, lambda: jax.debug.callback(_advance_bar, k), lambda: None)
+
+
+@contextmanager
+def progress_bar(total: int, show: bool):
+    """A tqdm bar over ``total`` temperatures, advanced by :func:`anneal` with
+    ``progress=True`` while the block runs (nothing when ``show`` is false)."""
+    if not show:
+        yield
+        return
     from tqdm.auto import tqdm
 
     bar = tqdm(total=total, desc="AIS temperatures", unit="temp")
-    every = max(total // 100, 1)
-
-    def advance(k):
-        bar.update(int(k) + 1 - bar.n)
-
-    def callback(k):
-        due = ((k + 1) % every == 0) | (k + 1 == total)
-        jax.lax.cond(due, lambda: jax.debug.callback(advance, k), lambda: None)
-
-    return bar, callback
+    _BARS.append(bar)
+    try:
+        yield
+    finally:
+        _BARS.remove(bar)
+        bar.close()
 
 
 def ais(
@@ -340,14 +360,10 @@ def ais(
     strength = (jnp.asarray(c0), jnp.asarray(c1 * data.n_observed_rows))
     problem = make_problem(structure, jnp.asarray(data.patterns),
                            jnp.asarray(data.counts, dtype=jnp.float64), priors, kernel, strength)
-    bar, callback = _progress_bar(len(tau) - 1) if progress else (None, None)
-    try:
-        trace, accepted = _anneal_jit(structure, kernel, blocks, chains, callback, problem,
-                                      jnp.asarray(tau), prng_key(seed))
+    with progress_bar(len(tau) - 1, bool(progress)):
+        trace, accepted = _anneal_jit(structure, kernel, blocks, chains, bool(progress),
+                                      problem, jnp.asarray(tau), prng_key(seed))
         trace = np.asarray(trace)
-    finally:
-        if bar is not None:
-            bar.close()
     checkpoints = np.unique(np.linspace(0, len(tau) - 2, min(TRACE_POINTS, len(tau) - 1))
                             .round().astype(int))
     settings = {"prior": prior if isinstance(prior, str | int | float) else "custom"}

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import jax_setup  # noqa: F401  (64-bit JAX, the compilation cache)
 from ..data import Dataset
 from ..params import from_tables, to_tables
 from ..structure import Structure

@@ -3,3 +3,5 @@ number of classes (:mod:`.gibbs`), reversible jump over the number of classes (:
 their results (:mod:`.results`) stored as ArviZ ``InferenceData`` (:mod:`.idata`), label
 switching (:mod:`.relabelling`) and convergence diagnostics with reports (:mod:`.diagnostics`).
 """
+
+from .. import jax_setup  # noqa: F401  (64-bit JAX, the compilation cache)

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-import arviz as az
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -52,7 +51,7 @@ from ..render import (
     png,
     write_text,
 )
-from .idata import as_inference_data, condition_on_k
+from .idata import arviz, as_inference_data, condition_on_k
 from .plots import (
     plot_class_profiles,
     plot_posterior_k,
@@ -62,6 +61,8 @@ from .plots import (
     theta_names,
 )
 from .relabelling import METHODS, Relabelled, relabel
+
+az = arviz()
 
 __all__ = ["Diagnostics", "RhatWarning", "diagnostics", "plot_class_profiles",
            "plot_posterior_k", "plot_rank", "plot_trace"]  # the plots re-exported

@@ -18,8 +18,9 @@ diagnostics read):
 from __future__ import annotations
 
 import json
+import warnings
+from typing import TYPE_CHECKING
 
-import arviz as az
 import numpy as np
 import xarray as xr
 
@@ -28,11 +29,25 @@ from ..errors import ArgumentTypeError, LcbayesError
 from ..render import json_value
 from ..validation import check_choice
 
-__all__ = ["ARRANGEMENTS", "as_inference_data", "condition_on_k", "inference_data_from_dict",
-           "inference_data_to_dict", "item_columns", "lc_inference_data", "select_draws"]
+if TYPE_CHECKING:
+    import arviz as az
+
+__all__ = ["ARRANGEMENTS", "arviz", "as_inference_data", "condition_on_k",
+           "inference_data_from_dict", "inference_data_to_dict", "item_columns",
+           "lc_inference_data", "select_draws"]
 
 #: How a ``k``-conditioned selection arranges its draws (:func:`select_draws`).
 ARRANGEMENTS = ("keep", "flatten")
+
+
+def arviz():
+    """ArviZ, imported on first use (it brings matplotlib) and without its once-a-day notice of
+    a coming major version, a ``FutureWarning`` about ArviZ rather than the user's results."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing",
+                                category=FutureWarning)
+        import arviz as az
+    return az
 
 
 def lc_inference_data(data: Dataset, weights: np.ndarray, theta: np.ndarray,
@@ -75,7 +90,7 @@ def lc_inference_data(data: Dataset, weights: np.ndarray, theta: np.ndarray,
     for name, (dims, values) in (stats or {}).items():
         sample_stats[name] = (("chain", "draw", *dims), np.asarray(values))
     chain_draw = {"chain": coords["chain"], "draw": coords["draw"]}
-    return az.InferenceData(
+    return arviz().InferenceData(
         posterior=xr.Dataset(posterior, coords=coords,
                              attrs={**attrs, "labels_json": json.dumps(labels)}),
         sample_stats=xr.Dataset(sample_stats, coords={**chain_draw, **(stat_coords or {})}),
@@ -115,7 +130,7 @@ def inference_data_from_dict(spec: dict) -> az.InferenceData:
         coords = {c: array(v) for c, v in content["coords"].items()}
         data_vars = {v: array(d) for v, d in content["data_vars"].items()}
         groups[group] = xr.Dataset(data_vars, coords=coords, attrs=content["attrs"])
-    return az.InferenceData(**groups)
+    return arviz().InferenceData(**groups)
 
 
 def as_inference_data(draws) -> az.InferenceData:
@@ -124,7 +139,7 @@ def as_inference_data(draws) -> az.InferenceData:
     convert = getattr(draws, "to_inference_data", None)
     if callable(convert):
         return convert()
-    if isinstance(draws, az.InferenceData):
+    if isinstance(draws, arviz().InferenceData):
         return draws
     raise ArgumentTypeError(f"expected the result of lcb.gibbs or lcb.rjmcmc (or its "
                             f"InferenceData), got {type(draws).__name__}")
@@ -202,7 +217,7 @@ def select_draws(idata: az.InferenceData, k: int | None, chains: str = "keep"
             if group == "posterior":
                 ds = ds.drop_vars("k").assign_attrs(relabel_k=int(k))
         groups[group] = ds
-    return az.InferenceData(**groups), src_chain, src_draw
+    return arviz().InferenceData(**groups), src_chain, src_draw
 
 
 def condition_on_k(idata: az.InferenceData, k: int, chains: str = "keep") -> az.InferenceData:

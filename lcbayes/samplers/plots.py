@@ -11,13 +11,14 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import arviz as az
 import numpy as np
 from matplotlib import MatplotlibDeprecationWarning
 from matplotlib.figure import Figure
 
 from ..errors import LcbayesError
-from .idata import as_inference_data, item_columns
+from .idata import arviz, as_inference_data, item_columns
+
+az = arviz()
 
 __all__ = ["plot_class_profiles", "plot_posterior_k", "plot_rank", "plot_trace",
            "redundant_rows", "theta_names"]

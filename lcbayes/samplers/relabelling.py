@@ -64,14 +64,17 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import arviz as az
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from ..errors import LcbayesError
 from ..validation import check_choice
-from .idata import as_inference_data, item_columns, select_draws
+from .idata import arviz, as_inference_data, item_columns, select_draws
+
+if TYPE_CHECKING:
+    import arviz as az
 
 __all__ = ["METHODS", "Relabelled", "allocation_probabilities", "relabel"]
 
@@ -262,7 +265,7 @@ def _permute(idata: az.InferenceData, perms: np.ndarray, method: str) -> az.Infe
             .transpose(*var.dims)
     groups = {g: idata[g] for g in idata.groups()}
     groups["posterior"] = post
-    return az.InferenceData(**groups)
+    return arviz().InferenceData(**groups)
 
 
 def relabel(idata: az.InferenceData, method: str = "stephens", k: int | None = None, *,

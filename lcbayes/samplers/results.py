@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import arviz as az
 import numpy as np
 import pandas as pd
 
@@ -35,6 +35,9 @@ from ..structure import Structure
 from ..validation import check_choice, data_for
 from .idata import inference_data_from_dict, inference_data_to_dict, item_columns
 from .relabelling import METHODS, allocation_probabilities, relabel
+
+if TYPE_CHECKING:
+    import arviz as az
 
 __all__ = ["GibbsResult", "RJMCMCResult", "SamplerResult"]
 

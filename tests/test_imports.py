@@ -1,0 +1,54 @@
+"""Imports are lazy: ``import lcbayes`` loads neither JAX nor pandas, the command line's parser
+loads none of ArviZ, NumPyro, matplotlib and SciPy's stats, and the first use of a name that
+computes with JAX switches JAX to 64-bit floats. Each check runs in a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import lcbayes
+
+HEAVY = ("jax", "numpy", "pandas", "arviz", "numpyro", "matplotlib", "scipy.stats", "xarray")
+
+
+def _loaded_after(code: str) -> dict:
+    """Run ``code`` in a fresh interpreter; return what it prints as JSON."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=300)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_import_lcbayes_loads_no_heavy_dependency():
+    loaded = _loaded_after(
+        "import json, sys; import lcbayes; "
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
+    assert loaded == []
+
+
+def test_the_command_line_parser_loads_neither_arviz_numpyro_matplotlib_nor_scipy_stats():
+    loaded = _loaded_after(
+        "import json, sys; from lcbayes.cli import _parser; _parser(); "
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
+    assert not {"arviz", "numpyro", "matplotlib", "scipy.stats"} & set(loaded), loaded
+
+
+def test_first_use_switches_jax_to_float64_even_after_jax_was_imported():
+    state = _loaded_after(
+        "import json, jax; before = jax.config.jax_enable_x64; import lcbayes as lcb; "
+        "lcb.Dataset; middle = jax.config.jax_enable_x64; lcb.em; "
+        "print(json.dumps([before, middle, jax.config.jax_enable_x64, "
+        "str(jax.numpy.ones(1).dtype)]))")
+    assert state == [False, False, True, "float64"]
+
+
+def test_every_public_name_resolves_and_is_listed():
+    for name, module in lcbayes.API.items():
+        value = getattr(lcbayes, name)
+        assert name in lcbayes.__all__ and name in dir(lcbayes)
+        assert sys.modules[module] is not None and value is getattr(sys.modules[module], name)
+    with pytest.raises(AttributeError, match="no attribute 'emm'"):
+        lcbayes.emm  # noqa: B018
