@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .csvfile import read_table
 from .encoding import MISSING, all_missing_message, encode_column, unique_rows, warn_constant
 from .errors import DataError
 
@@ -201,25 +202,20 @@ class Dataset:
         path: str | Path,
         columns: Sequence[str] | None = None,
         max_categories: int = DEFAULT_MAX_CATEGORIES,
+        *,
+        encoding: str | None = None,
+        sep: str | None = None,
         **read_csv_kwargs,
     ) -> Dataset:
-        """Read a CSV file (header row required) with :func:`pandas.read_csv`.
+        """Read a CSV file (header row required; :func:`lcbayes.csvfile.read_table`).
 
+        The encoding (UTF-8, else Windows-1252 or Latin-1 with a warning) and the delimiter
+        (comma, semicolon, tab or bar) are found unless given as ``encoding`` and ``sep``.
         Empty fields and pandas' default NA strings (``NA``, ``NaN``, ``null``, ...) are missing
         values. Other arguments are as in :meth:`from_pandas`; extra keyword arguments go to
         :func:`pandas.read_csv`.
         """
-        path = Path(path)
-        if not path.is_file():
-            raise DataError(f"no such file: {str(path)!r}")
-        try:
-            frame = pd.read_csv(path, **read_csv_kwargs)
-        except pd.errors.EmptyDataError:
-            raise DataError(
-                f"{str(path)!r} is empty: it needs a header row and data rows"
-            ) from None
-        except pd.errors.ParserError as exc:
-            raise DataError(f"{str(path)!r} is not a readable CSV file: {exc}") from None
+        frame = read_table(path, encoding=encoding, sep=sep, **read_csv_kwargs)
         return cls.from_pandas(frame, columns=columns, max_categories=max_categories)
 
     # ------------------------------------------------------------------ properties

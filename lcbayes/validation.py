@@ -5,10 +5,11 @@ runs, so that a bad argument gets one message naming it instead of a trace from 
   key (a typed key, ``jax.random.key(0)``, or a raw ``uint32`` key, ``jax.random.PRNGKey(0)``).
   :func:`prng_key` and :func:`numpy_rng` turn either into the generator an engine needs;
   :func:`seed_record` into what a result stores (an int, or the key's data as a tuple).
-* **Data** (:func:`as_dataset`, :func:`data_for`): a :class:`~lcbayes.Dataset`, a pandas
-  ``DataFrame`` or a 2-d integer array of codes (``-1`` missing). With a structure the data are
-  restricted to its columns and coded with its categories; a DataFrame or array then holds new
-  rows for a fitted model.
+* **Data** (:func:`as_dataset`, :func:`data_for`, :func:`fit_data`): a
+  :class:`~lcbayes.Dataset`, a pandas ``DataFrame`` or a 2-d integer array of codes (``-1``
+  missing). With a structure the data are restricted to its columns and coded with its
+  categories; a DataFrame or array then holds new rows for a fitted model. A fit warns where a
+  hidden node has more states than the data have distinct patterns.
 * **Numbers and choices** (:func:`check_int`, :func:`check_positive`, :func:`check_choice`).
 
 A wrong value raises :class:`~lcbayes.errors.ArgumentError` (a ``ValueError``), a wrong type
@@ -18,6 +19,7 @@ A wrong value raises :class:`~lcbayes.errors.ArgumentError` (a ``ValueError``), 
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Sequence
 
 import jax
@@ -30,7 +32,8 @@ from .errors import ArgumentError, ArgumentTypeError, DataError, StructureError
 from .structure import Structure
 
 __all__ = ["MAX_SEED", "Seed", "as_dataset", "check_choice", "check_int", "check_positive",
-           "check_seed", "check_structure", "data_for", "numpy_rng", "prng_key", "seed_record"]
+           "check_seed", "check_structure", "data_for", "fit_data", "numpy_rng", "prng_key",
+           "seed_record"]
 
 #: Seeds are integers in ``[0, MAX_SEED)``.
 MAX_SEED = 2**63
@@ -168,3 +171,18 @@ def data_for(structure: Structure, data, name: str = "data") -> Dataset:
     except (DataError, StructureError) as exc:
         message = str(exc)
         raise type(exc)(message if message.startswith(name) else f"{name}: {message}") from None
+
+
+def fit_data(structure: Structure, data, name: str = "data") -> Dataset:
+    """:func:`data_for`, for a fit: warns where a hidden node has more states than the data
+    have distinct observed patterns (the extra states cannot be told apart by the data; the
+    fit is legal but its classes are not identified)."""
+    data = data_for(structure, data, name)
+    distinct = int((data.patterns >= 0).any(axis=1).sum())
+    for node in structure.hidden_nodes:
+        states = structure.cardinalities[node]
+        if states > distinct:
+            warnings.warn(f"hidden node {structure.nodes[node]!r} has {states} states but "
+                          f"{name} has only {distinct} distinct observed pattern(s); fewer "
+                          "classes will fit as well", stacklevel=3)
+    return data

@@ -132,6 +132,58 @@ def test_console_script_reports_errors_without_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def _carcinoma_as(tmp_path, sep=",", encoding="utf-8"):
+    lines = shared_csv("carcinoma.csv").read_text().splitlines()
+    csv = tmp_path / "carcinoma-copy.csv"
+    lines[0] = lines[0].replace("A", "Â")
+    csv.write_bytes("\n".join(line.replace(",", sep) for line in lines).encode(encoding))
+    return csv
+
+
+def test_semicolon_and_latin1_files_fit_like_the_original(capsys, tmp_path):
+    argv = ("--classes", "2", "--json", "--restarts", "4")
+    _, original, _ = _run(capsys, "fit", str(shared_csv("carcinoma.csv")), *argv)
+    status, out, err = _run(capsys, "fit", str(_carcinoma_as(tmp_path, ";", "latin-1")), *argv)
+    assert status == 0 and "not UTF-8; it was read as cp1252" in err
+    assert json.loads(out)["loglik"] == json.loads(original)["loglik"]
+
+
+@pytest.mark.parametrize(
+    ("encoding", "extra", "message"),
+    [
+        ("latin-1", ["--encoding", "utf-8"], "not utf-8 text: byte 0xc2"),
+        ("utf-8", ["--encoding", "nonsense"], "unknown encoding 'nonsense'"),
+        ("utf-8", ["--seed", "99999999999999999999"],
+         "seed must be a non-negative integer below 2**63"),
+        ("utf-8", ["--seed", "-1"], "seed must be a non-negative integer"),
+        ("utf-8", ["--restarts", "2", "--keep", "5"], "keep must be an integer between 1 and 2"),
+    ],
+)
+def test_bad_file_options_are_one_line_and_status_two(capsys, tmp_path, encoding, extra,
+                                                       message):
+    csv = _carcinoma_as(tmp_path, encoding=encoding)
+    status, out, err = _run(capsys, "fit", str(csv), "--classes", "2", *extra)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+
+
+def test_folder_is_one_line_and_status_two(capsys, tmp_path):
+    status, out, err = _run(capsys, "compare", str(tmp_path), "--classes", "1-2")
+    assert status == 2 and out == ""
+    assert err.strip() == f"lcbayes: error: {str(tmp_path)!r} is a folder, not a CSV file; " \
+                          "give the file's path"
+
+
+def test_more_classes_than_patterns_warns_once_per_size(capsys, tmp_path):
+    csv = tmp_path / "two.csv"
+    csv.write_text("a,b\n" + "0,0\n1,1\n" * 10)
+    status, _, err = _run(capsys, "compare", str(csv), "--classes", "1-3", "--methods", "bic,vbem")
+    assert status == 0
+    warnings = [line for line in err.splitlines() if "distinct observed pattern" in line]
+    assert warnings == ["lcbayes: warning: hidden node 'class' has 3 states but data has only "
+                        "2 distinct observed pattern(s); fewer classes will fit as well"]
+
+
 def _small_csv(tmp_path):
     csv = tmp_path / "small.csv"
     rows = ["1,0,1", "1,1,1", "0,0,0", "0,0,1", "1,1,0", "0,,0", "1,1,1", "0,0,0"]

@@ -588,8 +588,52 @@ class TestFromCsv:
             Dataset.from_csv(tmp_path / "nope.csv")
 
     def test_directory_is_not_a_file(self, tmp_path):
-        with pytest.raises(DataError, match="no such file"):
+        with pytest.raises(DataError, match="is a folder, not a CSV file"):
             Dataset.from_csv(tmp_path)
+
+    @pytest.mark.parametrize("sep", [";", "\t", "|"])
+    def test_delimiter_is_sniffed(self, tmp_path, sep):
+        rows = [[str(i % 2), "xy"[i % 4 // 2] if i % 2 else "", str(i % 3)] for i in range(20)]
+        path = self.write(tmp_path, "\n".join(sep.join(r) for r in [["a", "b", "c"], *rows]))
+        data = Dataset.from_csv(path)
+        assert data.columns == ("a", "b", "c") and data.n_rows == 20
+        assert data.n_missing == {"a": 0, "b": 10, "c": 0}
+
+    def test_commas_inside_a_semicolon_file_are_not_delimiters(self, tmp_path):
+        path = self.write(tmp_path, "a;b\n1,5;x\n2,5;y\n1,5;y\n")
+        data = Dataset.from_csv(path)
+        assert data.columns == ("a", "b") and data.labels[0] == ("1,5", "2,5")
+
+    def test_one_column_file_is_read_as_one_column(self, tmp_path):
+        data = Dataset.from_csv(self.write(tmp_path, "a\n1\n2\n1\n"))
+        assert data.columns == ("a",) and data.n_rows == 3
+
+    @pytest.mark.parametrize("encoding", ["latin-1", "cp1252"])
+    def test_non_utf8_file_is_read_with_a_warning(self, tmp_path, encoding):
+        path = tmp_path / "accents.csv"
+        path.write_bytes("région,sexe\nÎle,F\nNord,M\nÎle,M\n".encode(encoding))
+        with pytest.warns(UserWarning, match=r"accents\.csv.*not UTF-8.*read as cp1252"):
+            data = Dataset.from_csv(path)
+        assert data.columns == ("région", "sexe")
+        assert data.labels[0] == ("Nord", "Île")
+
+    def test_utf8_with_byte_order_mark(self, tmp_path):
+        path = tmp_path / "bom.csv"
+        path.write_bytes("a,b\n1,é\n2,è\n".encode("utf-8-sig"))
+        data = Dataset.from_csv(path)
+        assert data.columns == ("a", "b") and data.labels[1] == ("è", "é")
+
+    def test_given_encoding_that_does_not_decode_names_the_byte(self, tmp_path):
+        path = tmp_path / "accents.csv"
+        path.write_bytes("a,b\n1,é\n2,e\n".encode("latin-1"))
+        with pytest.raises(DataError, match=r"not utf-8 text: byte 0xe9 at position 6.*latin-1"):
+            Dataset.from_csv(path, encoding="utf-8")
+        assert Dataset.from_csv(path, encoding="latin-1").labels[1] == ("e", "é")
+
+    def test_unknown_encoding(self, tmp_path):
+        path = self.write(tmp_path, "a\n1\n")
+        with pytest.raises(DataError, match="unknown encoding 'klingon'"):
+            Dataset.from_csv(path, encoding="klingon")
 
     def test_empty_file(self, tmp_path):
         path = self.write(tmp_path, "", "empty.csv")

@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except LcbayesError as exc:
             print(f"lcbayes: error: {exc}", file=sys.stderr)
             status = 2
-    for w in caught:
-        if issubclass(w.category, UserWarning):
-            print(f"lcbayes: warning: {w.message}", file=sys.stderr)
+    messages = (str(w.message) for w in caught if issubclass(w.category, UserWarning))
+    for message in dict.fromkeys(messages):  # each once, in order
+        print(f"lcbayes: warning: {message}", file=sys.stderr)
     return status

@@ -44,6 +44,9 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-categories", type=int, default=DEFAULT_MAX_CATEGORIES,
                         help=f"refuse columns with more distinct values (default "
                              f"{DEFAULT_MAX_CATEGORIES})")
+    parser.add_argument("--encoding", help="text encoding of the file (default: UTF-8, else "
+                                           "Windows-1252 or Latin-1, with a warning)")
+    parser.add_argument("--sep", help="the delimiter (default: sniffed among , ; tab |)")
 
 
 def read_data(args: argparse.Namespace) -> Dataset:
@@ -51,7 +54,8 @@ def read_data(args: argparse.Namespace) -> Dataset:
     columns = None
     if args.columns is not None:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]
-    return Dataset.from_csv(args.data, columns=columns, max_categories=args.max_categories)
+    return Dataset.from_csv(args.data, columns=columns, max_categories=args.max_categories,
+                            encoding=args.encoding, sep=args.sep)
 
 
 def structure_file(path: str, data: Dataset) -> Structure:

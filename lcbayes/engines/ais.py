@@ -59,7 +59,7 @@ from ..inference.completion import sample_completion, seen_indicators
 from ..inference.tying import RowTying, pool, tie
 from ..params import PriorSpec, proper_prior_tables
 from ..structure import Structure
-from ..validation import Seed, check_choice, check_int, data_for, prng_key, seed_record
+from ..validation import Seed, check_choice, check_int, fit_data, prng_key, seed_record
 from .annealing import AISResult, make_schedule
 from .gamma_sampler import log_dirichlet_flat
 from .run_record import start_engine
@@ -354,7 +354,7 @@ def ais(
     start, seed = start_engine(structure, seed)
     chains, c0, c1 = _check(structure, chains, kernel, blocks, concentration)
     tau = make_schedule(schedule, temperatures)
-    data = data_for(structure, data)
+    data = fit_data(structure, data)
     lambdas = proper_prior_tables(structure, prior, "ais")
     priors = flat.flatten([jnp.asarray(a) for a in lambdas])
     strength = (jnp.asarray(c0), jnp.asarray(c1 * data.n_observed_rows))

@@ -48,7 +48,7 @@ from ..inference import Evidence, complete_columns, e_step, flat, flat_e_step, l
 from ..inference.tying import RowTying, entry_weights, pool
 from ..params import PriorSpec, dirichlet_log_density, from_tables, prior_tables
 from ..structure import Structure
-from ..validation import Seed, check_choice, check_int, check_positive, data_for, prng_key
+from ..validation import Seed, check_choice, check_int, check_positive, fit_data, prng_key
 from . import squarem
 from .em_result import EMResult
 from .run_record import check_batching, record_fields, start_engine
@@ -263,12 +263,12 @@ def em(
     restarts = check_int(restarts, "restarts", 1)
     tol = check_positive(tol, "tol")
     max_iter = check_int(max_iter, "max_iter", 1)
-    keep = None if keep is None else check_int(keep, "keep", 1)
+    keep = None if keep is None else check_int(keep, "keep", 1, restarts)
     burn_in = check_int(burn_in, "burn_in", 1)
     check_choice(map_basis, "map_basis", ("softmax", "simplex"))
     check_choice(acceleration, "acceleration", ("squarem", "none"))
     batch_size = check_batching(batch_size, restarts)
-    data = data_for(structure, data)
+    data = fit_data(structure, data)
     alphas = prior_tables(structure, prior)
     if alphas is not None and map_basis == "simplex" and min(a.min() for a in alphas) < 1:
         raise ArgumentError(

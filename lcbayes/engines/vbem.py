@@ -67,6 +67,7 @@ from ..validation import (
     check_positive,
     check_structure,
     data_for,
+    fit_data,
     numpy_rng,
 )
 from . import squarem
@@ -253,7 +254,7 @@ def vbem(
     if init is not None and init.structure != structure:
         raise ArgumentError("init is an EM fit of a different structure")
     batch_size = check_batching(batch_size, 1 if init is not None else restarts)
-    data = data_for(structure, data)
+    data = fit_data(structure, data)
     lambdas = proper_prior_tables(structure, prior, "vbem")
     priors = tuple(jnp.asarray(a) for a in lambdas)
     patterns = jnp.asarray(data.patterns)

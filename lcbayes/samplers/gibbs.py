@@ -53,7 +53,7 @@ from ..errors import ArgumentError
 from ..params import PriorSpec, proper_prior_tables
 from ..render import json_value
 from ..structure import Structure
-from ..validation import Seed, check_int, data_for, prng_key, seed_record
+from ..validation import Seed, check_int, fit_data, prng_key, seed_record
 from .idata import lc_inference_data
 from .results import GibbsResult
 
@@ -285,7 +285,7 @@ def gibbs(structure: Structure, data, *, draws: int = 1000, warmup: int = 500,
                             f"{structure.kind} structure")
     counts = {"draws": check_int(draws, "draws", 1), "warmup": check_int(warmup, "warmup", 0),
               "chains": check_int(chains, "chains", 1), "thin": check_int(thin, "thin", 1)}
-    data = data_for(structure, data)
+    data = fit_data(structure, data)
     tables = proper_prior_tables(structure, prior, "gibbs")
     lc = lc_data(data)
     n_classes = structure.cardinalities[0]
