@@ -219,3 +219,32 @@ def test_progress_bar_advances_and_a_second_call_reuses_the_compiled_program(cap
     np.testing.assert_array_equal(first.log_weights, second.log_weights)
     quiet = lcb.ais(structure, data, chains=4, temperatures=200, seed=0)
     np.testing.assert_array_equal(first.log_weights, quiet.log_weights)
+
+
+def test_target_stderr_pools_groups_of_chains_until_it_is_met():
+    structure, data = _simulated(_lc2, [2, 2, 2], 40, seed=3)
+    plain = lcb.ais(structure, data, chains=4, temperatures=64, seed=5)
+    loose = lcb.ais(structure, data, chains=4, temperatures=64, seed=5, target_stderr=50.0)
+    np.testing.assert_array_equal(plain.log_weights, loose.log_weights)  # group 1 = plain run
+    target = plain.stderr / 3
+    run = lcb.ais(structure, data, chains=4, temperatures=64, seed=5, target_stderr=target,
+                  max_chains=400)
+    assert run.chains % 4 == 0 and run.chains > 4
+    assert run.stderr <= target  # met, and the groups before the last did not meet it
+    np.testing.assert_array_equal(run.log_weights[:4], plain.log_weights)
+    fewer = lcb.ais(structure, data, chains=4, temperatures=64, seed=5, target_stderr=target,
+                    max_chains=run.chains - 4)
+    assert fewer.chains == run.chains - 4 and fewer.stderr > target
+    np.testing.assert_array_equal(fewer.log_weights, run.log_weights[:-4])
+    assert run.settings["target_stderr"] == target and run.trace.shape[0] == run.chains
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"max_chains": 64}, "max_chains needs target_stderr"),
+    ({"target_stderr": 0.0}, "target_stderr"),
+    ({"target_stderr": 0.1, "max_chains": 2}, "max_chains must be an integer >= 4"),
+])
+def test_target_stderr_arguments_are_checked(kwargs, message):
+    structure, data = _simulated(_lc2, [2, 2, 2], 20, seed=8)
+    with pytest.raises(ValueError, match=message):
+        lcb.ais(structure, data, chains=4, temperatures=8, **kwargs)

@@ -8,7 +8,8 @@ one maximum-likelihood EM fit, VBEM, AIS.
 * ``em``: :func:`lcbayes.em`, ``restarts`` starts with ``seed``; provides ``loglik``.
 * ``vbem``: :func:`lcbayes.vbem`, the better of ``restarts`` prior-draw starts and, when the EM
   fit exists, one run started from it (so ``elbo >= cs``, Beal & Ghahramani Corollary 6.2).
-* ``ais``: :func:`lcbayes.ais` with ``ais_chains``, ``ais_temperatures`` and ``ais_kernel``.
+* ``ais``: :func:`lcbayes.ais` with ``ais_chains``, ``ais_temperatures``, ``ais_kernel``,
+  ``ais_target_stderr`` and ``ais_max_chains``.
 
 :class:`CandidateFits` hands a candidate's results to the methods' ``values``.
 """
@@ -74,7 +75,8 @@ def _vbem(structure, data, settings, fits):
 def _ais(structure, data, settings, fits):
     return ais(structure, data, chains=settings["ais_chains"],
                temperatures=settings["ais_temperatures"], seed=settings["seed"],
-               kernel=settings["ais_kernel"], progress=settings["progress"])
+               kernel=settings["ais_kernel"], target_stderr=settings["ais_target_stderr"],
+               max_chains=settings["ais_max_chains"], progress=settings["progress"])
 
 
 register_need(Need("exact", "exact", _exact, too_large=True))

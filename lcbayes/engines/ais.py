@@ -40,12 +40,12 @@ Example::
 
     res = lcb.ais(lcb.latent_class(data, 2), data, chains=16, temperatures=4096, seed=0)
     res.log_evidence, res.stderr
+    lcb.ais(structure, data, target_stderr=0.15)   # groups of 16 chains until s.e. <= 0.15
 """
 
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from typing import Literal, NamedTuple
 
 import jax
@@ -58,14 +58,23 @@ from ..inference import enumeration, flat, flat_log_marginal, prepare
 from ..inference.completion import sample_completion, seen_indicators
 from ..inference.tying import RowTying, pool, tie
 from ..params import PriorSpec, proper_prior_tables
+from ..progress import advance_loop_bar, loop_bar
 from ..structure import Structure
-from ..validation import Seed, check_choice, check_int, fit_data, prng_key, seed_record
-from .annealing import AISResult, make_schedule
+from ..validation import (
+    Seed,
+    check_choice,
+    check_int,
+    check_positive,
+    fit_data,
+    prng_key,
+    seed_record,
+)
+from .annealing import AISResult, make_schedule, weight_statistics
 from .gamma_sampler import log_dirichlet_flat
 from .run_record import start_engine
 
 __all__ = ["DEFAULT_CONCENTRATION", "FLOOR", "MAX_GIBBS_STATES", "AISProblem", "ais", "anneal",
-           "make_problem", "progress_bar"]
+           "make_problem"]
 
 #: Default ``(c0, c1)`` of the MH proposal strength ``alpha_k = c0 + c1 n tau_{k-1}``.
 DEFAULT_CONCENTRATION = (2.0, 0.5)
@@ -219,8 +228,8 @@ def anneal(structure: Structure, kernel: str, blocks: str, chains: int, progress
            problem: AISProblem, tau: jax.Array, key: jax.Array):
     """The core: ``(K, C)`` running log weights and acceptances of ``chains`` chains through
     the temperatures ``tau`` (one ``lax.scan``; pure, so it can be vmapped, e.g. over the
-    tyings of one host structure). ``progress``: advance the bar of :func:`progress_bar`
-    from inside the loop."""
+    tyings of one host structure). ``progress``: advance the bar of
+    :func:`lcbayes.progress.loop_bar` from inside the loop."""
     init, step = _KERNELS[kernel]
     k_init, k_run = jax.random.split(key)
     states = jax.vmap(lambda k: init(structure, problem, k))(jax.random.split(k_init, chains))
@@ -274,45 +283,28 @@ def _check(structure: Structure, chains, kernel: str, blocks: str, concentration
     return chains, float(c0), float(c1)
 
 
+def _chain_limit(chains: int, target_stderr, max_chains) -> int:
+    """The most chains :func:`ais` runs: ``chains`` without a target, else ``max_chains``."""
+    if target_stderr is None:
+        if max_chains is not None:
+            raise ArgumentError("max_chains needs target_stderr (it bounds the chains run to "
+                                "reach it)")
+        return chains
+    check_positive(target_stderr, "target_stderr")
+    return check_int(16 * chains if max_chains is None else max_chains, "max_chains", chains)
+
+
 def _quarters(accepted: np.ndarray) -> np.ndarray:
     """Mean acceptance over each quarter of the schedule's steps (fewer if K < 4)."""
     return np.array([part.mean() for part in np.array_split(accepted, 4) if part.size])
 
 
-#: The progress bars of the AIS runs under way, the innermost last (the host side of the
-#: callback in :func:`anneal`: a module-level function, so the compiled program does not depend
-#: on the bar and is reused by every call).
-_BARS: list = []
-
-
-def _advance_bar(k) -> None:
-    if _BARS:
-        _BARS[-1].update(int(k) + 1 - _BARS[-1].n)
-
-
 def _report_progress(k, total: int) -> None:
-    """Advance the bar every ``total // 100`` steps (``jax.debug.callback`` under
-    ``lax.cond``; the loop body is not vmapped)."""
+    """Advance the innermost :func:`lcbayes.progress.loop_bar` every ``total // 100`` steps
+    (``jax.debug.callback`` of a module-level function under ``lax.cond``, so the compiled
+    program does not depend on the bar and is reused by every call)."""
     due = ((k + 1) % max(total // 100, 1) == 0) | (k + 1 == total)
-    jax.lax.cond(due, lambda: jax.debug.callback(_advance_bar, k), lambda: None)
-
-
-@contextmanager
-def progress_bar(total: int, show: bool):
-    """A tqdm bar over ``total`` temperatures, advanced by :func:`anneal` with
-    ``progress=True`` while the block runs (nothing when ``show`` is false)."""
-    if not show:
-        yield
-        return
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=total, desc="AIS temperatures", unit="temp")
-    _BARS.append(bar)
-    try:
-        yield
-    finally:
-        _BARS.remove(bar)
-        bar.close()
+    jax.lax.cond(due, lambda: jax.debug.callback(advance_loop_bar, k), lambda: None)
 
 
 def ais(
@@ -327,6 +319,8 @@ def ais(
     kernel: Literal["mh", "gibbs"] = "mh",
     blocks: Literal["node", "joint"] = "node",
     concentration: tuple[float, float] | None = None,
+    target_stderr: float | None = None,
+    max_chains: int | None = None,
     progress: bool = False,
 ) -> AISResult:
     """Annealed importance sampling estimate of the log evidence ``ln p(y | m)``.
@@ -349,10 +343,18 @@ def ais(
             ``"joint"`` (all at once, as in the paper); MH kernel only.
         concentration: ``(c0, c1)`` of the MH proposal strength ``c0 + c1 n tau``
             (default :data:`DEFAULT_CONCENTRATION`).
+        target_stderr: if given, run ``chains`` chains at a time until the standard error of
+            all chains so far is at most ``target_stderr`` or ``max_chains`` chains have run.
+            Chains are independent, so the groups pool into one estimate (the first group is
+            the run without a target; all reuse one compiled program). Stopping on the
+            estimate has the small bias of any sequential rule.
+        max_chains: the most chains a run with ``target_stderr`` makes (default
+            ``16 * chains``).
         progress: show a progress bar over the temperatures.
     """
     start, seed = start_engine(structure, seed)
     chains, c0, c1 = _check(structure, chains, kernel, blocks, concentration)
+    limit = _chain_limit(chains, target_stderr, max_chains)
     tau = make_schedule(schedule, temperatures)
     data = fit_data(structure, data)
     lambdas = proper_prior_tables(structure, prior, "ais")
@@ -360,13 +362,26 @@ def ais(
     strength = (jnp.asarray(c0), jnp.asarray(c1 * data.n_observed_rows))
     problem = make_problem(structure, jnp.asarray(data.patterns),
                            jnp.asarray(data.counts, dtype=jnp.float64), priors, kernel, strength)
-    with progress_bar(len(tau) - 1, bool(progress)):
-        trace, accepted = _anneal_jit(structure, kernel, blocks, chains, bool(progress),
-                                      problem, jnp.asarray(tau), prng_key(seed))
-        trace = np.asarray(trace)
+    key = prng_key(seed)
+    traces, accepts = [], []
+    while True:
+        group = key if not traces else jax.random.fold_in(key, len(traces))
+        with loop_bar(len(tau) - 1, bool(progress), desc="AIS temperatures", unit="temp"):
+            trace, accepted = _anneal_jit(structure, kernel, blocks, chains, bool(progress),
+                                          problem, jnp.asarray(tau), group)
+        traces.append(np.asarray(trace))
+        accepts.append(np.asarray(accepted))
+        if (len(traces) + 1) * chains > limit or (
+                weight_statistics(np.concatenate([t[-1] for t in traces]))["stderr"]
+                <= target_stderr):
+            break
+    trace = np.concatenate(traces, axis=1)
     checkpoints = np.unique(np.linspace(0, len(tau) - 2, min(TRACE_POINTS, len(tau) - 1))
                             .round().astype(int))
     settings = {"prior": prior if isinstance(prior, str | int | float) else "custom"}
+    if target_stderr is not None:
+        settings.update(target_stderr=float(target_stderr), max_chains=limit,
+                        chains_per_group=chains)
     if kernel == "mh":
         settings.update(blocks=blocks, concentration=[c0, c1], floor=FLOOR,
                         n_observed_rows=data.n_observed_rows)
@@ -374,8 +389,8 @@ def ais(
         trace[-1],
         trace=trace[checkpoints].T,
         trace_temperatures=tau[checkpoints + 1],
-        acceptance=_quarters(np.asarray(accepted)),
-        chains=chains,
+        acceptance=_quarters(np.concatenate(accepts, axis=1)),
+        chains=trace.shape[1],
         temperatures=len(tau) - 1,
         schedule=schedule if isinstance(schedule, str) else "custom",
         kernel=kernel,
