@@ -14,15 +14,19 @@ import base64
 import html
 import io
 import math
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["CSS", "data_uri", "fmt", "html_document", "html_figure", "html_table", "json_value",
-           "kv_table", "matrix_lines", "md_escape", "md_table", "png", "text_html", "text_table",
-           "write_text"]
+__all__ = ["CSS", "TEXT_WIDTH", "data_uri", "fmt", "fmt_setting", "html_document", "html_figure",
+           "html_table", "json_value", "kv_table", "matrix_lines", "md_escape", "md_table",
+           "plural", "png", "text_html", "text_table", "wrap", "write_text"]
+
+#: Columns of plain-text output (tables, flags and notes of the command line).
+TEXT_WIDTH = 100
 
 #: The stylesheet of every HTML report.
 CSS = """
@@ -46,6 +50,31 @@ def fmt(value, digits: int = 2) -> str:
     if isinstance(value, float | np.floating):
         return "" if not math.isfinite(value) else f"{value:.{digits}f}"
     return str(value)
+
+
+def fmt_setting(value) -> str:
+    """A setting, threshold or count: integers, and floats with an integer value such as
+    ``2e5``, without decimals (``200000``); other floats to six significant digits; ``None``
+    as ``none``; lists comma-separated."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool | np.bool_ | str):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return ", ".join(fmt_setting(v) for v in value)
+    if isinstance(value, float | np.floating) and math.isfinite(value) and value.is_integer() \
+            and abs(value) < 1e15:
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        return f"{float(value):.6g}"
+    return str(value)
+
+
+def plural(n: int, singular: str, plural_form: str | None = None) -> str:
+    """A count with its noun in the right number: ``plural(1, "class", "classes")`` is
+    ``"1 class"``, ``plural(3, "class", "classes")`` ``"3 classes"`` (``plural_form`` defaults
+    to ``singular + "s"``)."""
+    return f"{n} {singular if n == 1 else (plural_form or singular + 's')}"
 
 
 def json_value(value):
@@ -79,6 +108,15 @@ def text_table(head: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
                          for j, (c, w) in enumerate(zip(cells, widths, strict=True)))
 
     return [line(head), *(line(r) for r in body)]
+
+
+def wrap(text: str, indent: str = "", hanging: str | None = None,
+         width: int = TEXT_WIDTH) -> list[str]:
+    """``text`` as lines of at most ``width`` characters: the first starts with ``indent``, the
+    others with ``hanging`` (default: ``indent``); words are never split."""
+    return textwrap.wrap(text, width=width, initial_indent=indent,
+                         subsequent_indent=indent if hanging is None else hanging,
+                         break_long_words=False, break_on_hyphens=False) or [indent.rstrip()]
 
 
 def matrix_lines(row_names: Sequence[str], col_names: Sequence[str], values, digits: int = 4
@@ -115,9 +153,11 @@ def html_table(head: Sequence[str], rows: Iterable[Sequence[str]],
     return f"<table><thead><tr>{head_html}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def kv_table(items: Mapping, digits: int = 3) -> str:
-    """A two-column HTML table of ``{key: value}``."""
-    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(fmt(v, digits))}</td>"
+def kv_table(items: Mapping, digits: int = 3, cell=None) -> str:
+    """A two-column HTML table of ``{key: value}``; values through ``cell`` (default
+    :func:`fmt` with ``digits`` decimals, e.g. :func:`fmt_setting` for settings)."""
+    cell = cell or (lambda v: fmt(v, digits))
+    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(cell(v))}</td>"
                    "</tr>" for k, v in items.items())
     return f"<table>{rows}</table>"
 

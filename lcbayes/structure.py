@@ -34,6 +34,7 @@ import numpy as np
 
 from .data import Dataset
 from .errors import DataError, StructureError
+from .render import plural
 
 __all__ = ["KINDS", "MAX_ENUMERATED_STATES", "Structure"]
 
@@ -205,7 +206,8 @@ class Structure:
         for i in self.topological_order:
             role = "hidden" if self.hidden[i] else "observed"
             pa = ", ".join(self.nodes[p] for p in self.parents[i]) or "-"
-            lines.append(f"{self.nodes[i]} ({role}, {self.cardinalities[i]} states) <- {pa}")
+            states = plural(self.cardinalities[i], "state")
+            lines.append(f"{self.nodes[i]} ({role}, {states}) <- {pa}")
         return "\n".join(lines)
 
     def categories(self) -> dict[str, tuple[Hashable, ...]]:

@@ -304,3 +304,86 @@ def test_demo_data_is_the_documented_model():
     expected = np.asarray([0.5, 0.3, 0.2]) @ np.asarray(DEMO_PROFILES)
     assert np.allclose(share_yes, expected, atol=0.08)  # 3.5 binomial standard errors
     assert np.array_equal(demo_data(0).codes, data.codes)
+
+
+# ---------------------------------------------------------------------- readable output
+def test_compare_table_fits_100_columns_and_wide_prints_every_column(capsys):
+    path = str(shared_csv("carcinoma.csv"))
+    argv = ("compare", path, "--classes", "1-5", "--methods", "bic,vbem,ais", "--restarts",
+            "1", "--chains", "4", "--temperatures", "20")
+    status, out, _ = _run(capsys, *argv)
+    assert status == 0
+    assert max(len(line) for line in out.splitlines()) <= 100  # was 141-198
+    assert "ln p(y|m)" in out and "s.e." in out and "BIC" in out and "VB F*" not in out
+    status, wide, _ = _run(capsys, *argv, "--wide")
+    assert status == 0 and "VB F*" in wide and "AIS" in wide and "d_e" in wide
+    assert max(len(line) for line in wide.splitlines()) > 100
+
+
+def test_fit_ais_prints_the_evidence_its_error_ess_and_settings(capsys, tmp_path):
+    import lcbayes as lcb
+
+    csv = _small_csv(tmp_path)
+    argv = ("fit", str(csv), "--classes", "2", "--method", "ais", "--chains", "4",
+            "--temperatures", "30", "--seed", "2")
+    status, out, _ = _run(capsys, *argv, "--json")
+    assert status == 0
+    result = json.loads(out)
+    data = lcb.Dataset.from_csv(csv)
+    run = lcb.ais(lcb.latent_class(data, 2), data, chains=4, temperatures=30, seed=2)
+    assert result["method"] == "ais" and result["log_evidence"] == run.log_evidence
+    assert result["stderr"] == run.stderr and result["ess"] == run.ess
+    assert result["chains"] == 4 and result["temperatures"] == 30 and result["seed"] == 2
+    assert result["n_parameters"] == 7 and result["settings"]["prior"] == "dirichlet"
+    status, text, _ = _run(capsys, *argv)
+    assert status == 0
+    assert f"{run.log_evidence:.4f} +/- {run.stderr:.4f}" in text and f"ESS {run.ess:.1f}" in text
+    assert "4 chains x 30 temperatures" in text and "settings: seed = 2; prior = dirichlet" in text
+
+
+def test_fit_ais_defaults_come_from_the_engine(capsys):
+    import inspect
+
+    from lcbayes.engines.ais import ais
+
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    defaults = inspect.signature(ais).parameters
+    assert f"ais: chains (default {defaults['chains'].default})" in help_text
+    assert f"ais: annealing steps (default {defaults['temperatures'].default})" in help_text
+    assert f"ais: transition kernel (default {defaults['kernel'].default})" in help_text
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--method", "ais", "--restarts", "3"], "--restarts applies to --method em or vbem"),
+        (["--method", "em", "--chains", "4"], "--chains applies to --method ais, not em"),
+        (["--method", "vbem", "--keep", "2"], "--keep applies to --method em, not vbem"),
+    ],
+)
+def test_fit_refuses_an_option_of_another_method(capsys, tmp_path, argv, message):
+    status, out, err = _run(capsys, "fit", str(_small_csv(tmp_path)), "--classes", "2", *argv)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and message in err
+
+
+@pytest.mark.parametrize(("option", "recorded"), [("0.5", 0.5), ("off", None)])
+def test_compare_ais_target_stderr_option(capsys, tmp_path, option, recorded):
+    csv = _small_csv(tmp_path)
+    status, out, _ = _run(capsys, "compare", str(csv), "--classes", "2", "--methods", "ais",
+                          "--chains", "4", "--temperatures", "8", "--target-stderr", option,
+                          *(["--max-chains", "12"] if recorded else []), "--json")
+    assert status == 0
+    result = json.loads(out)
+    settings = result["metadata"]["settings"]
+    assert settings["ais_target_stderr"] == recorded
+    assert settings["ais_max_chains"] == (12 if recorded else None)
+
+
+def test_compare_bad_ais_target_stderr_is_one_line(capsys, tmp_path):
+    with pytest.raises(SystemExit) as stop:
+        main(["compare", str(_small_csv(tmp_path)), "--classes", "2", "--target-stderr", "x"])
+    assert stop.value.code == 2
+    assert "expected a number or 'off', got 'x'" in capsys.readouterr().err

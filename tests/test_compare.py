@@ -301,3 +301,93 @@ def test_ais_dominated_by_few_chains_is_flagged(short_ais):
     assert "ais_low_ess" not in healthy.to_frame().iloc[0]["flags"]
     skewed = short_ais.with_fits(ais=(dataclasses.replace(run, ess=1.2),))
     assert "ais_low_ess" in skewed.to_frame().iloc[0]["flags"].split(",")
+
+
+# ---------------------------------------------------------------------- readable output
+def _first(comp: lcb.Comparison, n: int) -> lcb.Comparison:
+    """The comparison of the first ``n`` candidates only (the same engine results)."""
+    return dataclasses.replace(comp, names=comp.names[:n], structures=comp.structures[:n],
+                               fits={k: v[:n] for k, v in comp.fits.items()},
+                               exact_notes=comp.exact_notes[:n])
+
+
+def test_plain_table_fits_100_columns_and_wide_shows_every_column(main):
+    narrow, wide = main.summary(), main.summary(wide=True)
+    assert max(len(line) for line in narrow.splitlines()) <= 100
+    head = next(line for line in narrow.splitlines() if line.startswith("model"))
+    assert head.split()[:4] == ["model", "K", "d", "BIC"]
+    assert head.split()[-7:] == ["ln", "p(y|m)", "s.e.", "from", "p(m|y)", "[95%]", "flags"]
+    assert "VB F + ln S" in head  # an evidence estimate that fits; scores that do not, named
+    assert "Left out for width: BIC_e, AIC, ICL, CS (--wide shows them)" in narrow
+    row = next(line for line in narrow.splitlines() if line.startswith("LC(3)"))
+    assert row.split()[-1] == "SG"  # bic_singular as its code, explained below
+    assert "SG = bic_singular: the K-class ML fit" in narrow
+    assert max(len(line) for line in wide.splitlines()) > 100
+    for heading in ("d_e", "loglik", "BIC_e", "AIC", "ICL", "CS*", "VB F*", "exact"):
+        assert f" {heading} " in wide.splitlines()[3] + " "  # every score column, as before
+    assert set(main.score_columns) <= set(main.to_dict()["rows"][0])  # JSON keeps them all
+
+
+def test_best_value_of_every_score_column_is_marked(main):
+    frame = main.to_frame()
+    text = main.to_markdown()
+    table = text.split("## Scores")[1].split("## Evidence")[0]
+    lines = [line for line in table.splitlines() if line.startswith("| LC(")]
+    head = [c.strip() for c in table.splitlines()[2].strip("|").split("|")]
+    for heading, column in (("CS*", "cs"), ("VB F*", "elbo"), ("CS", "cs_corrected")):
+        cells = [line.strip("|").split("|")[head.index(heading)].strip() for line in lines]
+        bold = [i for i, cell in enumerate(cells) if cell.startswith("**")]
+        assert bold == [int(frame[column].idxmax())], heading  # CS*, VB F* were never bold
+
+
+def test_best_at_the_largest_k_suggests_a_wider_range(main, tmp_path):
+    assert not main.best_is_largest and main.notes() == []
+    assert main.to_dict()["metadata"]["best_is_largest"] is False
+    edge = _first(main, 2)  # LC(1), LC(2): the best, LC(2), is the largest compared
+    assert edge.best == "LC(2)" and edge.best_is_largest
+    assert edge.wider_classes() == range(1, 6)
+    meta = json.loads(json.dumps(edge.to_dict()))["metadata"]
+    assert meta["best_is_largest"] is True and "--classes 1-5" in meta["notes"][0]
+    assert "Note: LC(2), the largest number of classes compared" in edge.summary()
+    assert "> **Note**: LC(2)" in edge.to_markdown()
+    html = edge.to_html(tmp_path / "edge.html").read_text()
+    assert "<b>Note</b>: LC(2), the largest number" in html
+    assert not _first(main, 1).best_is_largest  # one candidate: no range to widen
+
+
+def test_reports_have_settings_versions_and_the_class_profiles(main, tmp_path):
+    html = main.to_html(tmp_path / "r.html", data_name="survey.csv").read_text()
+    md = main.to_markdown(tmp_path / "r.md", data_name="survey.csv")
+    for text in (html, md):
+        for item in ("survey.csv", "distinct patterns", "bic, bic_e, aic, icl, cs, vbem",
+                     "em 0, vbem 0", "lcbayes ", "jax ", "numpyro "):
+            assert item in text, item
+        assert "200000.000" not in text and "max_terms = 200000" in text.replace(
+            "<tr><th>max_terms</th><td>", "max_terms = ")
+    assert "<img alt='class_profiles'" in html
+    assert (tmp_path / "r-class-profiles.png").read_bytes()[:4] == b"\x89PNG"
+    from lcbayes.comparison.figures import figures
+
+    profiles = figures(main)["class_profiles"]
+    ax = profiles.axes[0]
+    assert "LC(2)" in ax.get_title() and "EM estimate" in ax.get_title()
+    labels = [t.get_text() for t in profiles.legends[0].get_texts()]
+    shares = main.em[1].class_weights
+    assert labels == [f"class {k + 1} ({shares[k]:.2f})" for k in range(2)]
+    heights = sorted(round(b.get_height(), 6) for b in ax.patches)
+    expected = sorted(round(main.em[1].params[c][k, 1], 6) for c in ("X1", "X2", "X3", "X4")
+                      for k in range(2))
+    assert heights == expected  # P(second category | class) of every item and class
+
+
+def test_the_scores_axis_leaves_out_a_far_candidate(main):
+    from lcbayes.comparison.figures import figures, visible_range
+
+    two = dataclasses.replace(main, methods=("bic", "vbem"))  # the same fits, fewer scores
+    frame = two.to_frame()
+    ax = figures(two)["scores"].axes[0]
+    scores = frame[["bic", "elbo_corrected", "exact"]].to_numpy(dtype=float)
+    low, high, off = visible_range(scores)
+    assert off == [0] and low > frame.loc[0, "bic"] + 100  # LC(1), 150 nats below the rest
+    assert ax.get_ylim() == pytest.approx((low, high))
+    assert [t.get_text().split(" off scale")[0] for t in ax.texts] == ["LC(1)"]

@@ -1,7 +1,8 @@
 """``lcbayes compare DATA.csv --classes 1-5 [--structure FILE.json ...] [--methods ...]
-[--report out.html] [--markdown out.md] [--json]``: score every candidate by every method
-(:func:`lcbayes.compare`) and print a table, or with ``--json`` one object ``{"rows": [...],
-"metadata": {...}}`` (NaN as ``null``, no progress bars). The ``--methods`` choices come from
+[--report out.html] [--markdown out.md] [--wide] [--json]``: score every candidate by every
+method (:func:`lcbayes.compare`) and print a table of the essential columns within 100
+characters a line (every column with ``--wide``), or with ``--json`` one object ``{"rows":
+[...], "metadata": {...}}`` (NaN as ``null``, no progress bars). The ``--methods`` choices come from
 the method registry (:mod:`lcbayes.comparison.registry`); defaults from :func:`lcbayes.compare`.
 """
 
@@ -27,6 +28,16 @@ from .common import (
 )
 
 __all__ = ["add_parser", "parse_classes", "run", "write_reports"]
+
+
+def _stderr_target(text: str) -> float | str:
+    """``--target-stderr``: a positive number or ``off``."""
+    if text.lower() in ("off", "none"):
+        return "off"
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'off', got {text!r}") from None
 
 
 def add_parser(sub) -> None:
@@ -56,6 +67,12 @@ def add_parser(sub) -> None:
                      help=f"AIS temperatures (default {default(compare, 'ais_temperatures')})")
     cmp.add_argument("--kernel", default=None, choices=["mh", "gibbs"],
                      help=f"AIS transition kernel (default {default(compare, 'ais_kernel')})")
+    cmp.add_argument("--target-stderr", type=_stderr_target, default=None,
+                     help=f"AIS runs groups of --chains chains until its standard error is at "
+                          f"most this, or 'off' for one group (default "
+                          f"{default(compare, 'ais_target_stderr')})")
+    cmp.add_argument("--max-chains", type=int, default=None,
+                     help="most AIS chains a --target-stderr run makes (default 8 x --chains)")
     cmp.add_argument("--exact", default="auto", choices=["auto", "yes", "no"],
                      help="exact evidence: where small enough (auto, default), required (yes) "
                           "or skipped (no)")
@@ -67,6 +84,9 @@ def add_parser(sub) -> None:
                           f"{default(em, 'max_iter')} and {default(vbem, 'max_iter')})")
     cmp.add_argument("--report", help="write a self-contained HTML report here")
     cmp.add_argument("--markdown", help="write a Markdown report here (PNG figures beside it)")
+    cmp.add_argument("--wide", action="store_true",
+                     help="print every score column (default: the essential columns, within "
+                          "100 characters a line)")
     cmp.add_argument("--json", action="store_true",
                      help="print one JSON object {rows, metadata}; no progress bars")
     cmp.set_defaults(handler=run)
@@ -124,15 +144,18 @@ def run(args: argparse.Namespace) -> int:
         candidates[name] = structure_file(path, data)
     options = engine_options(args, restarts="restarts", ais_chains="chains",
                              ais_temperatures="temperatures", ais_kernel="kernel",
-                             max_terms="max_terms", max_iter="max_iter")
+                             max_terms="max_terms", max_iter="max_iter",
+                             ais_target_stderr="target_stderr", ais_max_chains="max_chains")
+    if options.get("ais_target_stderr") == "off":
+        options["ais_target_stderr"] = None
     comp = compare(data, candidates, methods=args.methods, seed=args.seed,
                    exact={"auto": "auto", "yes": True, "no": False}[args.exact],
                    progress=False if args.json else None, **options)
-    written = write_reports(comp, args.report, args.markdown)
+    written = write_reports(comp, args.report, args.markdown, data_name=Path(args.data).name)
     if args.json:
         print(json.dumps(comp.to_dict()))
     else:
-        print(comp.summary())
+        print(comp.summary(wide=args.wide))
         for path in written:
             print(f"wrote {path}")
     return 0

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     }
     title = "lcbayes demo: how many latent classes?"
     written = write_reports(comp, str(out / "demo.html"), str(out / "demo.md"), title=title,
-                             sections=sections)
+                             sections=sections, data_name="simulated demo data (--seed)")
     print(comp.summary())
     for path in written:
         print(f"wrote {path}")

@@ -1,13 +1,17 @@
-"""``lcbayes fit DATA.csv --classes K [--structure FILE.json] [--method em|vbem|exact]``: fit one
-model and print a readable summary, or one JSON object (the result's ``to_dict()``) with
-``--json``:
+"""``lcbayes fit DATA.csv --classes K [--structure FILE.json] [--method em|vbem|ais|exact]``:
+fit one model and print a readable summary, or one JSON object (the result's ``to_dict()``)
+with ``--json``:
 
 * ``em`` (default): ML or MAP estimates with BIC, AIC, ICL, Cheeseman-Stutz, BICp, the alias
   correction and BIC with the effective dimension;
 * ``vbem``: the variational lower bound ``elbo``, ``log_alias`` and ``elbo_corrected``;
+* ``ais``: annealed importance sampling (:func:`lcbayes.ais`): the log evidence
+  ``log_evidence``, its standard error ``stderr``, the effective number of chains ``ess`` and
+  the run's settings;
 * ``exact``: the exact log evidence ``log_evidence`` (small problems; too large ones exit 2).
 
-Options left out keep the engine's defaults (shown in ``--help``).
+Options left out keep the engine's defaults (read from its signature, shown in ``--help``); an
+option of another method is refused.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ import time
 
 from ..constructors import latent_class
 from ..dimension import effective_dimension
+from ..engines.ais import ais
 from ..engines.em import em
 from ..engines.exact import exact_evidence
 from ..engines.vbem import vbem
+from ..render import fmt_setting
 from .common import (
     UsageError,
     add_data_arguments,
@@ -32,16 +38,27 @@ from .common import (
 
 __all__ = ["add_parser", "run"]
 
+#: The methods each method-specific option applies to (``--seed``, ``--prior`` apply to all
+#: but exact / all).
+OPTION_METHODS = {
+    "restarts": ("em", "vbem"), "keep": ("em",), "tol": ("em", "vbem"),
+    "max_iter": ("em", "vbem"), "max_terms": ("exact",), "chains": ("ais",),
+    "temperatures": ("ais",), "schedule": ("ais",), "kernel": ("ais",),
+    "target_stderr": ("ais",), "max_chains": ("ais",),
+}
+
 
 def add_parser(sub) -> None:
     """The ``fit`` subcommand."""
-    fit = sub.add_parser("fit", help="fit one model by EM and print its estimates and scores")
+    fit = sub.add_parser("fit", help="fit one model (EM, VBEM, AIS or exact evidence) and "
+                                     "print its estimates and scores")
     add_data_arguments(fit)
     fit.add_argument("--classes", type=int, help="number of latent classes (latent class model)")
     fit.add_argument("--structure", help="JSON file describing an HLC or DAG structure instead")
-    fit.add_argument("--method", default="em", choices=["em", "vbem", "exact"],
-                     help="em (estimates and scores, default), vbem (variational bound) or "
-                          "exact (exact log evidence, small problems)")
+    fit.add_argument("--method", default="em", choices=["em", "vbem", "ais", "exact"],
+                     help="em (estimates and scores, default), vbem (variational bound), ais "
+                          "(annealed importance sampling of the log evidence) or exact (exact "
+                          "log evidence, small problems)")
     fit.add_argument("--restarts", type=int, default=None,
                      help=f"random starts (default {default(em, 'restarts')} for em, "
                           f"{default(vbem, 'restarts')} for vbem)")
@@ -52,32 +69,69 @@ def add_parser(sub) -> None:
                      help=f"random seed (default {default(em, 'seed')})")
     fit.add_argument("--prior", type=float, default=None,
                      help="Dirichlet pseudo-count: a MAP fit for em (default: maximum "
-                          "likelihood); the prior of vbem and exact (default 1)")
+                          "likelihood); the prior of vbem, ais and exact (default 1)")
     fit.add_argument("--tol", type=float, default=None,
                      help=f"convergence tolerance per row (default {default(em, 'tol'):g} for "
                           f"em, {default(vbem, 'tol'):g} for vbem)")
     fit.add_argument("--max-iter", type=int, default=None,
                      help=f"iteration limit (default {default(em, 'max_iter')} for em, "
                           f"{default(vbem, 'max_iter')} for vbem)")
-    fit.add_argument("--max-terms", type=float, default=default(exact_evidence, "max_terms"),
+    fit.add_argument("--max-terms", type=float, default=None,
                      help=f"exact: refuse problems needing more terms (default "
                           f"{default(exact_evidence, 'max_terms'):g})")
+    fit.add_argument("--chains", type=int, default=None,
+                     help=f"ais: chains (default {default(ais, 'chains')})")
+    fit.add_argument("--temperatures", type=int, default=None,
+                     help=f"ais: annealing steps (default {default(ais, 'temperatures')})")
+    fit.add_argument("--schedule", default=None, choices=["beal", "geometric", "linear"],
+                     help=f"ais: temperature schedule (default {default(ais, 'schedule')})")
+    fit.add_argument("--kernel", default=None, choices=["mh", "gibbs"],
+                     help=f"ais: transition kernel (default {default(ais, 'kernel')})")
+    fit.add_argument("--target-stderr", type=float, default=None,
+                     help="ais: run groups of --chains chains until the standard error is at "
+                          f"most this (default {fmt_setting(default(ais, 'target_stderr'))}: "
+                          "one group)")
+    fit.add_argument("--max-chains", type=int, default=None,
+                     help="ais with --target-stderr: the most chains (default: lcb.ais's, "
+                          "a multiple of --chains)")
     fit.add_argument("--json", action="store_true", help="print one JSON object")
     fit.set_defaults(handler=run)
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse an option the chosen method does not use (it would be ignored silently)."""
+    for name, methods in OPTION_METHODS.items():
+        if getattr(args, name) is not None and args.method not in methods:
+            option = "--" + name.replace("_", "-")
+            raise UsageError(f"{option} applies to --method {' or '.join(methods)}, not "
+                             f"{args.method}")
 
 
 def _result(args: argparse.Namespace, structure, data):
     bayes_prior = "dirichlet" if args.prior is None else args.prior
     if args.method == "exact":
-        return exact_evidence(structure, data, prior=bayes_prior, max_terms=args.max_terms)
+        return exact_evidence(structure, data, prior=bayes_prior,
+                              **engine_options(args, max_terms="max_terms"))
+    if args.method == "ais":
+        return ais(structure, data, seed=args.seed, prior=bayes_prior,
+                   **engine_options(args, chains="chains", temperatures="temperatures",
+                                    schedule="schedule", kernel="kernel",
+                                    target_stderr="target_stderr", max_chains="max_chains"))
     options = engine_options(args, restarts="restarts", tol="tol", max_iter="max_iter")
     if args.method == "vbem":
         return vbem(structure, data, seed=args.seed, prior=bayes_prior, **options)
     return em(structure, data, seed=args.seed, prior=args.prior, keep=args.keep, **options)
 
 
+def _ais_settings(result) -> str:
+    """The AIS run's settings as one line (seed and the kernel's own settings)."""
+    settings = {"seed": result.seed, **result.settings}
+    return "  settings: " + "; ".join(f"{k} = {fmt_setting(v)}" for k, v in settings.items())
+
+
 def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
+    _check_options(args)
     data = read_data(args)
     if (args.classes is None) == (args.structure is None):
         raise UsageError("give exactly one of --classes K or --structure FILE.json")
@@ -96,4 +150,6 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out))
     else:
         print(result.summary())
+        if args.method == "ais":
+            print(_ais_settings(result))
     return 0

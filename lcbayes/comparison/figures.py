@@ -1,6 +1,12 @@
 """The figures of a comparison report (matplotlib :class:`~matplotlib.figure.Figure` objects,
 no pyplot state): every score against the number of parameters, the posterior model
-probabilities, and (when AIS ran) every chain's running log weight and the acceptance rates."""
+probabilities, the chosen model's class profiles, and (when AIS ran) every chain's running log
+weight and the acceptance rates.
+
+Legends sit outside the axes and value labels above the error bars, so neither covers data. A
+candidate whose every score lies further below the others than their whole range (typically
+LC(1), hundreds of nats down) would squash the others into a line: the score axes show the
+others (:func:`visible_range`) and mark it at the lower edge with its value."""
 
 from __future__ import annotations
 
@@ -19,7 +25,7 @@ from . import registry
 if TYPE_CHECKING:
     from .table import Comparison
 
-__all__ = ["CAPTIONS", "figure_pngs", "figures"]
+__all__ = ["CAPTIONS", "figure_pngs", "figures", "posterior_figure", "visible_range"]
 
 
 def _styles() -> dict[str, tuple[str, str, str]]:
@@ -27,29 +33,66 @@ def _styles() -> dict[str, tuple[str, str, str]]:
     return {m.ranked: m.plot for m in registry.methods() if m.plot is not None and m.ranked}
 
 
+def visible_range(values: np.ndarray) -> tuple[float, float, list[int]]:
+    """``(low, high, off)``: y limits for ``(n_candidates, n_series)`` scores and the
+    candidates left below them. The candidate with the lowest score is left out while its best
+    score lies further below the rest than the rest's whole range, keeping at least two."""
+    values = np.asarray(values, dtype=float)
+    finite = np.isfinite(values)
+    tops = np.where(finite, values, -np.inf).max(axis=1)
+    lows = np.where(finite, values, np.inf).min(axis=1)
+    shown = [i for i in range(len(values)) if finite[i].any()]
+    off: list[int] = []
+    while len(shown) > 2:
+        lowest = min(shown, key=lambda i: lows[i])
+        rest = [i for i in shown if i != lowest]
+        high, low = tops[rest].max(), lows[rest].min()
+        if tops[lowest] >= low - (high - low):
+            break
+        off.append(lowest)
+        shown = rest
+    if not shown:
+        return -1.0, 1.0, off
+    high, low = tops[shown].max(), lows[shown].min()
+    pad = 0.08 * (high - low) or 1.0
+    return low - pad, high + pad, off
+
+
+def _mark_off_scale(ax, x: np.ndarray, names, values: np.ndarray, off: list[int]) -> None:
+    """Mark the candidates below the axis at its lower edge, named with their values."""
+    low = ax.get_ylim()[0]
+    for i in off:
+        ax.plot([x[i]], [low], marker="v", color="0.3", ms=8, clip_on=False, zorder=5)
+        ax.annotate(f"{names[i]} off scale:\n{np.nanmin(values[i]):.1f} to "
+                    f"{np.nanmax(values[i]):.1f}", (x[i], low), xytext=(7, 4),
+                    textcoords="offset points", ha="left", va="bottom", fontsize=7,
+                    color="0.3", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+
+
 def _scores_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
     styles = _styles()
     cols = [c for c in styles if c in frame and np.isfinite(frame[c].astype(float)).any()]
-    fig = Figure(figsize=(11, 4.4), layout="constrained")
+    fig = Figure(figsize=(11, 4.8), layout="constrained")
     ax_abs, ax_rel = fig.subplots(1, 2)
     order = np.argsort(frame["n_parameters"].to_numpy(), kind="stable")
     x = frame["n_parameters"].to_numpy()[order]
-    for c in cols:
-        label, colour, marker = styles[c]
-        y = frame[c].to_numpy(dtype=float)[order]
-        panels = [(ax_abs, y)]
-        if np.isfinite(y).sum() >= 2:  # a preference needs two values
-            panels.append((ax_rel, y - np.nanmax(y)))
-        for ax, values in panels:
+    names = frame["name"].to_numpy()[order]
+    scores = np.column_stack([frame[c].to_numpy(dtype=float)[order] for c in cols])
+    best = np.array([np.nanmax(col) if np.isfinite(col).sum() >= 2 else np.nan
+                     for col in scores.T])  # a preference needs two values
+    for ax, values in ((ax_abs, scores), (ax_rel, scores - best)):
+        for j, c in enumerate(cols):
+            label, colour, marker = styles[c]
             if c == "ais":
                 err = 2 * frame["ais_stderr"].to_numpy(dtype=float)[order]
-                ax.errorbar(x, values, yerr=err, color=colour, marker=marker, label=label,
-                            capsize=3, lw=1.2)
+                ax.errorbar(x, values[:, j], yerr=err, color=colour, marker=marker,
+                            label=label, capsize=3, lw=1.2)
             else:
-                ax.plot(x, values, color=colour, marker=marker, label=label, lw=1.2,
+                ax.plot(x, values[:, j], color=colour, marker=marker, label=label, lw=1.2,
                         ls=":" if c == "exact" else "-", ms=9 if c == "exact" else 6)
-    names = frame["name"].to_numpy()[order]
-    for ax in (ax_abs, ax_rel):
+        low, high, off = visible_range(values)
+        ax.set_ylim(low, high)
+        _mark_off_scale(ax, x, names, values, off)
         ax.set_xlabel("number of free parameters d")
         ax.set_xticks(x, [f"{n}\nd={d}" for n, d in zip(names, x, strict=True)], fontsize=8)
         ax.grid(alpha=0.3)
@@ -57,13 +100,15 @@ def _scores_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
     ax_abs.set_title("scores by candidate")
     ax_rel.set_ylabel("score - best score of the method")
     ax_rel.set_title("each method's preference (0 = its choice)")
-    ax_rel.set_ylim(bottom=max(ax_rel.get_ylim()[0], -60.0), top=5.0)
-    ax_abs.legend(fontsize=8, ncols=2)
+    handles, labels = ax_abs.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(cols), fontsize=8)
     return fig
 
 
-def _posterior_figure(frame: pd.DataFrame) -> Figure:
-    fig = Figure(figsize=(max(4.5, 1.1 * len(frame) + 2), 3.6), layout="constrained")
+def posterior_figure(frame: pd.DataFrame) -> Figure:
+    """Bars of ``posterior_prob`` per candidate (coloured by ``evidence_method``) with the
+    ``posterior_low``-``posterior_high`` interval; each value is written above its interval."""
+    fig = Figure(figsize=(max(4.5, 1.1 * len(frame) + 2), 3.9), layout="constrained")
     ax = fig.subplots()
     prob = frame["posterior_prob"].to_numpy(dtype=float)
     x = np.arange(len(frame))
@@ -75,15 +120,60 @@ def _posterior_figure(frame: pd.DataFrame) -> Figure:
            alpha=0.75, edgecolor="black")
     ax.errorbar(x[ok], prob[ok], yerr=[prob[ok] - low[ok], high[ok] - prob[ok]], fmt="none",
                 ecolor="0.2", capsize=5, lw=1.5)
-    for xi, p in zip(x[ok], prob[ok], strict=True):
-        ax.text(xi, min(p + 0.03, 0.97), f"{p:.3f}", ha="center", va="bottom", fontsize=8)
+    for xi, p, top in zip(x[ok], prob[ok], high[ok], strict=True):  # above the error bar
+        ax.text(xi, top + 0.02, f"{p:.3f}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(x, frame["name"], fontsize=8)
-    ax.set_ylim(0, 1.05)
+    ax.set_ylim(0, 1.12)
+    ax.set_yticks(np.linspace(0, 1, 6))
     ax.set_ylabel("p(m | y), uniform prior")
     used = [m for m in ("exact", "ais", "vbem") if (frame["evidence_method"] == m).any()]
     handles = [Patch(facecolor=colours[m], alpha=0.75, edgecolor="black") for m in used]
-    ax.legend(handles, [f"from {m}" for m in used], fontsize=8, loc="upper left")
+    fig.legend(handles, [f"from {m}" for m in used], fontsize=8, loc="outside lower center",
+               ncols=len(used))
     ax.set_title("posterior model probabilities, 95% intervals", fontsize=10)
+    return fig
+
+
+def _profiled(comp: Comparison) -> tuple[int, object] | None:
+    """``(index, fit)`` of the chosen model (highest log evidence) for its class profiles:
+    a latent class model with an EM fit (its estimate) or else a VB fit (posterior means)."""
+    if comp.best is None:
+        return None
+    i = comp.names.index(comp.best)
+    fit = comp.em[i] if comp.em[i] is not None else comp.vbem[i]
+    if comp.structures[i].kind != "latent_class" or fit is None:
+        return None
+    return i, fit
+
+
+def _profiles_figure(comp: Comparison, i: int, fit) -> Figure:
+    """Grouped bars: for every item response (the second category of a binary item, every
+    category otherwise) the probability in each class, classes numbered from 1."""
+    s = comp.structures[i]
+    slots = [(j, c) for j in s.observed_nodes
+             for c in (range(1, 2) if s.cardinalities[j] == 2 else range(s.cardinalities[j]))]
+    k_count = s.n_classes
+    width = 0.8 / k_count
+    fig = Figure(figsize=(min(16.0, max(6.0, 0.22 * len(slots) * (k_count + 1) + 2)), 4.2),
+                 layout="constrained")
+    ax = fig.subplots()
+    x = np.arange(len(slots))
+    tables = {j: np.asarray(fit.estimate[s.nodes[j]]).reshape(k_count, -1)
+              for j in s.observed_nodes}
+    for k in range(k_count):
+        ax.bar(x + (k - (k_count - 1) / 2) * width, [tables[j][k, c] for j, c in slots],
+               width, color=f"C{k}", label=f"class {k + 1} ({fit.class_weights[k]:.2f})")
+    ax.set_xticks(x, [f"{s.nodes[j]}={s.labels[j][c]}" for j, c in slots], fontsize=8,
+                  rotation=90 if len(slots) > 14 else 0)
+    for b in np.flatnonzero(np.diff([j for j, _ in slots])):  # between items
+        ax.axvline(b + 0.5, color="0.8", lw=0.8)
+    ax.set_xlim(-0.5, len(slots) - 0.5)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("P(response | class)")
+    ax.grid(axis="y", alpha=0.3)
+    source = "EM estimate" if fit is comp.em[i] else "VB posterior means"
+    ax.set_title(f"{comp.best}: item response probabilities by class ({source})", fontsize=10)
+    fig.legend(loc="outside right upper", fontsize=8, title="class (share)", title_fontsize=8)
     return fig
 
 
@@ -123,10 +213,15 @@ def _ais_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
         top.set_ylabel("running ln w_c - tau loglik", fontsize=8)
         bottom.set_ylabel("ln w_c - ln mean w", fontsize=8)
         bottom.set_xlabel("temperature tau", fontsize=8)
-        top.legend(fontsize=7, loc="lower left")
         for ax in (top, bottom):
             ax.tick_params(labelsize=7)
             ax.grid(alpha=0.3)
+    legend = {}  # one legend for every panel, outside them: {label: handle}
+    for ax in axes[0::2].ravel():
+        handles, labels = ax.get_legend_handles_labels()
+        legend.update(zip(labels, handles, strict=True))
+    fig.legend(list(legend.values()), list(legend), loc="outside lower center",
+               ncols=len(legend), fontsize=8)
     fig.suptitle("AIS: running log weight of every chain against the temperature (top: minus "
                  "tau x loglik, with the VB bound; bottom: about the running estimate)",
                  fontsize=9)
@@ -147,17 +242,20 @@ def _acceptance_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
     ax.set_ylim(0, 1)
     ax.set_ylabel("MH acceptance rate")
     ax.set_title("AIS acceptance per quarter of the schedule (prior to posterior)", fontsize=9)
-    ax.legend(fontsize=7, ncols=4)
+    fig.legend(fontsize=7, ncols=quarters, loc="outside lower center")
     return fig
 
 
 def figures(comp: Comparison) -> dict[str, Figure]:
-    """The report's figures: ``scores``, ``posterior`` and, when AIS ran, ``ais_traces`` and
-    ``ais_acceptance`` (matplotlib :class:`~matplotlib.figure.Figure` objects, no pyplot)."""
+    """The report's figures: ``scores``, ``posterior``, ``class_profiles`` (a chosen latent
+    class model with an EM or VB fit) and, when AIS ran, ``ais_traces`` and ``ais_acceptance``
+    (matplotlib :class:`~matplotlib.figure.Figure` objects, no pyplot)."""
     frame = comp.to_frame()
     out = {"scores": _scores_figure(comp, frame)}
     if np.isfinite(frame["posterior_prob"].astype(float)).any():
-        out["posterior"] = _posterior_figure(frame)
+        out["posterior"] = posterior_figure(frame)
+    if (profiled := _profiled(comp)) is not None:
+        out["class_profiles"] = _profiles_figure(comp, *profiled)
     if any(r is not None for r in comp.ais):
         out["ais_traces"] = _ais_figure(comp, frame)
         out["ais_acceptance"] = _acceptance_figure(comp, frame)
@@ -171,9 +269,16 @@ def figure_pngs(comp: Comparison) -> dict[str, bytes]:
 
 CAPTIONS = {
     "scores": "Every score against the number of free parameters (left) and relative to "
-              "each method's best candidate (right; AIS error bars are 2 standard errors).",
+              "each method's best candidate (right; AIS error bars are 2 standard errors). A "
+              "candidate far below all others is marked at the lower edge with its best "
+              "value, so that it does not squash the rest.",
     "posterior": "Posterior model probabilities under a uniform prior over the candidates, "
                  "with 95% intervals propagating the AIS standard errors.",
+    "class_profiles": "Class profiles of the chosen model (highest log evidence): for every "
+                      "item response (the second category of a binary item, every category "
+                      "otherwise) its probability in each class, from the EM estimate (the VB "
+                      "posterior means when EM did not run); the legend gives each class's "
+                      "share.",
     "ais_traces": "AIS diagnostics: every chain's running log weight ln w_c against the "
                   "temperature tau. Top: minus tau times the EM log-likelihood, so at tau = 1 "
                   "the curves end at ln p(y|m) - loglik, on the scale of the VB bound F* "

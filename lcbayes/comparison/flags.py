@@ -1,5 +1,6 @@
 """Diagnostic flags of the comparison table (registry :class:`~.registry.Flag`), in the order
-they are listed, with the thresholds behind them:
+they are listed, with the thresholds behind them (and the two-letter code of each in the narrow
+plain-text table, :data:`SHORT_CODES`):
 
 * ``ais_below_vbem``: ``ais < elbo - AIS_BELOW_VBEM_SE * ais_stderr`` with the *uncorrected*
   bound. ``F`` is a guaranteed lower bound, so the AIS run has not found the posterior mass:
@@ -37,12 +38,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..engines.em_result import EMResult
+from ..render import plural
 from .registry import Flag, register_flag
 
 __all__ = ["AIS_BELOW_VBEM", "AIS_BELOW_VBEM_SE", "AIS_LOW_ESS", "AIS_MIN_ESS_FRACTION",
            "AIS_OFF_EXACT", "AIS_OFF_EXACT_SE", "BIC_SINGULAR", "EMPTY_CLASS_Z", "EM_FLAGS",
-           "EM_LOCAL_OPTIMUM", "LOCAL_OPTIMUM_TOL", "NOT_CONVERGED", "SINGULAR_LEVEL",
-           "singular_reasons"]
+           "EM_LOCAL_OPTIMUM", "LOCAL_OPTIMUM_TOL", "NOT_CONVERGED", "SHORT_CODES",
+           "SINGULAR_LEVEL", "short_code", "singular_reasons"]
 
 #: ``ais_below_vbem`` fires when AIS is below the uncorrected VB bound by more than this many
 #: AIS standard errors.
@@ -83,7 +85,7 @@ def _ais_below_vbem(comp, i: int) -> str | None:
 def _ais_low_ess(comp, i: int) -> str | None:
     result = comp.ais[i]
     if result is not None and result.ess < AIS_MIN_ESS_FRACTION * result.chains:
-        return f"AIS ESS {result.ess:.1f} of {result.chains} chains"
+        return f"AIS ESS {result.ess:.1f} of {plural(result.chains, 'chain')}"
     return None
 
 
@@ -124,7 +126,7 @@ def _em_local_optimum(comp, i: int) -> str | None:
     fit, previous = comp.em[i], comp.em[j]
     if fit.loglik < previous.loglik - LOCAL_OPTIMUM_TOL:
         return (f"loglik {fit.loglik:.3f} < {previous.loglik:.3f} of "
-                f"{comp.structures[i].n_classes - 1} classes")
+                f"{plural(comp.structures[i].n_classes - 1, 'class', 'classes')}")
     return None
 
 
@@ -196,7 +198,8 @@ def singular_reasons(fit: EMResult, previous: EMResult | None = None,
         df = max(int(d_this) - int(d_prev), 1)
         lr = 2.0 * (fit.loglik - previous.loglik)
         if lr < chi2.ppf(1.0 - SINGULAR_LEVEL, df):
-            reasons.append(f"no significant gain over {s.n_classes - 1} classes "
+            reasons.append(f"no significant gain over "
+                           f"{plural(s.n_classes - 1, 'class', 'classes')} "
                            f"(2 x gain = {lr:.2f}, below the {1 - SINGULAR_LEVEL:.0%} "
                            f"quantile {chi2.ppf(1.0 - SINGULAR_LEVEL, df):.2f} of "
                            f"chi-square({df}))")
@@ -237,3 +240,14 @@ BIC_SINGULAR = register_flag(Flag(
 
 #: The flags of every method that reads the EM fit.
 EM_FLAGS = (NOT_CONVERGED, EM_LOCAL_OPTIMUM, BIC_SINGULAR)
+
+#: Two-letter codes of the flags in the narrow plain-text table (``lcbayes compare`` without
+#: ``--wide``), explained under it.
+SHORT_CODES = {"ais_below_vbem": "AB", "ais_low_ess": "AE", "ais_off_exact": "AX",
+               "not_converged": "NC", "em_local_optimum": "LO", "bic_singular": "SG"}
+
+
+def short_code(name: str) -> str:
+    """The flag's code in the narrow text table (:data:`SHORT_CODES`; a flag registered
+    elsewhere keeps its name)."""
+    return SHORT_CODES.get(name, name)

@@ -1,11 +1,20 @@
 """Reports of a :class:`~lcbayes.comparison.table.Comparison`: plain text, one self-contained
 HTML file, Markdown with PNG figures.
 
+The plain text (:func:`text_table`) fits in 100 columns: the essential columns (candidate, K,
+d, BIC, the chosen log evidence with its standard error and source, the posterior model
+probability, flags as two-letter codes), the other methods' ranked columns that still fit (those
+left out are named), and the flags and notes explained underneath; with ``wide=True`` every
+score column (``lcbayes compare --wide``).
+
 The HTML report embeds every figure as a base64 PNG (:mod:`.figures`, :mod:`lcbayes.render`)
-and holds: a "how to read this" paragraph, the score table and the evidence table (best value
-per column in bold, flagged cells highlighted), the flags explained, the figures, the
-candidates' structures and the run's metadata (versions, seeds, settings, seconds, data). Column
-headings come from the method registry (:mod:`.registry`).
+and holds: a settings block (data name, rows, patterns, candidates, methods, seeds, versions),
+the notes (e.g. the best candidate at the edge of the range), a "how to read this" paragraph,
+the score table and the evidence table (best value of every score and evidence column in bold,
+flagged cells highlighted), the flags explained, the figures (with the chosen model's class
+profiles), the candidates' structures and the run's metadata (versions, seeds, settings,
+seconds, data; integers printed as integers). Column headings come from the method registry
+(:mod:`.registry`). The Markdown report holds the same.
 
 Example::
 
@@ -25,13 +34,17 @@ import numpy as np
 import pandas as pd
 
 from ..render import (
+    TEXT_WIDTH,
     fmt,
+    fmt_setting,
     html_document,
     html_figure,
     html_table,
     kv_table,
     md_table,
+    plural,
     text_html,
+    wrap,
     write_text,
 )
 from ..render import (
@@ -39,6 +52,7 @@ from ..render import (
 )
 from . import registry
 from .figures import CAPTIONS
+from .flags import short_code
 
 if TYPE_CHECKING:
     from .table import Comparison
@@ -67,9 +81,13 @@ HOW_TO_READ = (
     "'from'), and p(m|y) the posterior probability of each candidate under a uniform prior "
     "over the candidates, with a 95% interval from the AIS standard errors (exact and VB "
     "values are held fixed: the VB gap to the evidence is not quantified). In every score "
-    "column that scores every candidate the best value is in bold; flagged cells are "
-    "highlighted."
+    "and evidence column that scores every candidate the best value is in bold; flagged cells "
+    "are highlighted."
 )
+#: The columns of the narrow plain-text table (those present), in order.
+NARROW = ("name", "n_classes", "n_parameters", "bic", "log_evidence", "log_evidence_stderr",
+          "evidence_method", "posterior_prob", "flags")
+NARROW_HEADINGS = {"log_evidence_stderr": "s.e.", "posterior_prob": "p(m|y) [95%]"}
 
 
 def headings() -> dict[str, str]:
@@ -105,12 +123,23 @@ def _best(frame: pd.DataFrame, column: str) -> float:
 
 
 def _is_best(comp: Comparison, frame: pd.DataFrame, i: int, column: str) -> bool:
-    ranked = column in comp.ranked_columns.values()
-    return ranked and bool(np.isclose(frame.iloc[i][column], _best(frame, column)))
+    """Whether row ``i`` holds the best (highest) value of a score or evidence column: every
+    method's columns (the one-labelling bounds CS* and VB F* too), the log evidence and the
+    posterior probability."""
+    scored = column in comp.score_columns or column in ("log_evidence", "posterior_prob")
+    return scored and bool(np.isclose(frame.iloc[i][column], _best(frame, column)))
 
 
-def _cell(frame: pd.DataFrame, i: int, column: str) -> str:
+def _cell(frame: pd.DataFrame, i: int, column: str, narrow: bool = False) -> str:
+    """The text of one cell; the narrow table gives the chosen evidence's standard error a
+    column of its own (and AIS's none) and flags as codes."""
     row = frame.iloc[i]
+    if narrow and column in ("ais", "log_evidence"):
+        return fmt(row[column])
+    if narrow and column == "log_evidence_stderr":
+        return fmt(row[column]) if row[column] > 0 else ""
+    if narrow and column == "flags":
+        return ",".join(short_code(f) for f in row["flags"].split(",") if f)
     if column == "ais" and np.isfinite(row["ais"]):
         return f"{row['ais']:.2f} ± {fmt(row['ais_stderr'])} (ESS {fmt(row['ais_ess'], 1)})"
     if column == "posterior_prob" and np.isfinite(row["posterior_prob"]):
@@ -122,54 +151,106 @@ def _cell(frame: pd.DataFrame, i: int, column: str) -> str:
     return fmt(row[column])
 
 
-def _cells(comp: Comparison, frame: pd.DataFrame, cols: list[str], mark) -> list[list[str]]:
-    """Text cells, the best value of each ranked column passed through ``mark``."""
+def _cells(comp: Comparison, frame: pd.DataFrame, cols: list[str], mark,
+           narrow: bool = False) -> list[list[str]]:
+    """Text cells, the best value of each score and evidence column passed through ``mark``."""
     rows = []
     for i in range(len(frame)):
         cells = []
         for c in cols:
-            text = _cell(frame, i, c)
+            text = _cell(frame, i, c, narrow)
             cells.append(mark(text) if text and _is_best(comp, frame, i, c) else text)
         rows.append(cells)
     return rows
 
 
 def _star(text: str) -> str:
-    """The plain-text best-value mark: ``*`` after the value (before any ``±``)."""
-    return text.replace(" ±", "* ±", 1) if " ±" in text else text + "*"
+    """The plain-text best-value mark: ``*`` after the value (before any ``±`` or interval)."""
+    for tail in (" ±", " ["):
+        if tail in text:
+            return text.replace(tail, "*" + tail, 1)
+    return text + "*"
 
 
 # ---------------------------------------------------------------------- plain text
-def text_table(comp: Comparison) -> str:
-    """The comparison as aligned plain text: scores (best per column marked ``*``), the
-    evidence table, and the flags explained."""
+def text_table(comp: Comparison, wide: bool = False) -> str:
+    """The comparison as aligned plain text: the essential columns in at most 100 characters
+    a line, or with ``wide`` every score column (best per column marked ``*``), then the
+    flags and the notes explained."""
     frame = comp.to_frame()
-    lines = [f"Model comparison on {comp.data.n_rows} rows x {comp.data.n_columns} columns "
-             f"({comp.data.n_patterns} patterns); natural-log evidence scale, higher is "
-             "better; * marks the best value per column"]
-    names = headings()
-    for cols in (_score_columns(comp), _evidence_columns()):
-        lines.append("")
-        lines += aligned_lines([names.get(c, c) for c in cols],
-                               _cells(comp, frame, cols, _star))
-    lines += _flag_lines(frame)
+    d = comp.data
+    lines = wrap(f"Model comparison on {plural(d.n_rows, 'row')} x "
+                 f"{plural(d.n_columns, 'column')} ({plural(d.n_patterns, 'distinct pattern')})"
+                 "; natural-log evidence scale, higher is better; * marks the best value per "
+                 "column" + ("" if wide else "; every column: --wide (summary(wide=True))"))
+    if wide:
+        tables = [_aligned(comp, frame, _score_columns(comp)),
+                  _aligned(comp, frame, _evidence_columns())]
+    else:
+        table, left_out = _narrow_table(comp, frame)
+        tables = [table + (wrap(f"Left out for width: {', '.join(left_out)} (--wide shows "
+                                "them)") if left_out else [])]
+    for table in tables:
+        lines += ["", *table]
+    items = _flag_items(frame, codes=not wide)
+    lines += ["", "Flags: none" if not items else "Flags:"]
+    for item in items:
+        lines += wrap(item, "  ", "      ")
     if comp.best is not None:
         lines += ["", f"Highest log evidence: {comp.best}"]
-    return "\n".join(lines)
+    for note in comp.notes():
+        lines += wrap(f"Note: {note}")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _aligned(comp: Comparison, frame: pd.DataFrame, cols: list[str],
+             narrow: bool = False) -> list[str]:
+    """The aligned lines of a table of ``cols`` (best values marked ``*``)."""
+    heads = {**headings(), **(NARROW_HEADINGS if narrow else {})}
+    return aligned_lines([heads.get(c, c) for c in cols],
+                         _cells(comp, frame, cols, _star, narrow=narrow))
+
+
+def _narrow_table(comp: Comparison, frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The narrow table's lines: the :data:`NARROW` columns and, before the log evidence, as
+    many of the other methods' ranked columns as keep every line within
+    :data:`~lcbayes.render.TEXT_WIDTH`, and the headings of those left out. Log evidence
+    estimates are tried before scores, those that mostly repeat the chosen ``ln p(y|m)`` last;
+    the columns shown keep the methods' order."""
+    base = [c for c in NARROW if c in frame and not (c == "n_classes"
+                                                     and frame[c].isna().all())]
+    at = base.index("log_evidence")
+    order = [c for c in comp.ranked_columns.values() if c not in base]
+    estimates = {m.ranked for m in registry.methods() if m.evidence}
+
+    def repeats(c: str) -> float:
+        values = frame[c].to_numpy(dtype=float)
+        same = np.isclose(values, frame["log_evidence"].to_numpy(dtype=float))
+        return same.sum() / max(np.isfinite(values).sum(), 1)
+
+    shown: list[str] = []
+    left_out = []
+    for c in sorted(order, key=lambda c: (c not in estimates, repeats(c))):  # stable
+        cols = [*base[:at], *(e for e in order if e in shown or e == c), *base[at:]]
+        if max(map(len, _aligned(comp, frame, cols, narrow=True))) <= TEXT_WIDTH:
+            shown.append(c)
+        else:
+            left_out.append(headings().get(c, c))
+    cols = [*base[:at], *(e for e in order if e in shown), *base[at:]]
+    return _aligned(comp, frame, cols, narrow=True), left_out
 
 
 def _present_flags(frame: pd.DataFrame) -> list[str]:
     return sorted({f for flags in frame["flags"] for f in flags.split(",") if f})
 
 
-def _flag_lines(frame: pd.DataFrame) -> list[str]:
-    notes = [(n, f) for n, f in zip(frame["name"], frame["flag_notes"], strict=True) if f]
-    if not notes:
-        return ["", "Flags: none"]
-    lines = ["", "Flags:"]
-    lines += [f"  {f}: {registry.flag(f).description}" for f in _present_flags(frame)]
-    lines += [f"  {name}: {note}" for name, note in notes]
-    return lines
+def _flag_items(frame: pd.DataFrame, codes: bool = False) -> list[str]:
+    """One entry per flag raised (its description, after its code with ``codes``) and per
+    flagged candidate (why); empty when no flag is raised."""
+    items = [(f"{short_code(f)} = " if codes else "") + f"{f}: {registry.flag(f).description}"
+             for f in _present_flags(frame)]
+    return items + [f"{name}: {note}" for name, note in zip(frame["name"], frame["flag_notes"],
+                                                           strict=True) if note]
 
 
 # ---------------------------------------------------------------------- HTML
@@ -220,20 +301,25 @@ def _flags_html(frame: pd.DataFrame) -> str:
     return f"<h3>Flags</h3><ul>{items}</ul><ul>{rows}</ul>"
 
 
+def _intro(comp: Comparison) -> str:
+    if comp.best is None:
+        return "No candidate has a log evidence."
+    return f"Highest log evidence: {comp.best}."
+
+
 def write_html(comp: Comparison, path: str | Path, title: str | None = None,
-               sections: Mapping[str, str | pd.DataFrame] | None = None) -> Path:
+               sections: Mapping[str, str | pd.DataFrame] | None = None,
+               data_name: str | None = None) -> Path:
     """Write the self-contained HTML report to ``path``; returns the path.
 
     ``sections`` adds ``{heading: text or DataFrame}`` after the introduction (e.g. the true
-    parameters of simulated data)."""
+    parameters of simulated data); ``data_name`` names the data in the settings block."""
     frame = comp.to_frame()
     title = title or f"lcbayes model comparison: {', '.join(comp.names)}"
-    parts = [f"<h1>{html.escape(title)}</h1>",
-             f"<p class='note'>{comp.data.n_rows} rows x {comp.data.n_columns} columns "
-             f"({comp.data.n_patterns} distinct patterns); methods: "
-             f"{html.escape(', '.join(comp.methods))}; seed {comp.seeds['em']}; "
-             f"highest log evidence: <b>{html.escape(str(comp.best))}</b></p>",
-             "<h2>How to read this</h2>", f"<p>{html.escape(HOW_TO_READ)}</p>"]
+    parts = [f"<h1>{html.escape(title)}</h1>", f"<p><b>{html.escape(_intro(comp))}</b></p>"]
+    parts += [f"<p class='note'><b>Note</b>: {html.escape(n)}</p>" for n in comp.notes()]
+    parts += ["<h2>Settings</h2>", kv_table(comp.settings_block(data_name), cell=str),
+              "<h2>How to read this</h2>", f"<p>{html.escape(HOW_TO_READ)}</p>"]
     for heading, content in (sections or {}).items():
         parts.append(f"<h2>{html.escape(heading)}</h2>")
         parts.append(_plain_table(content) if isinstance(content, pd.DataFrame)
@@ -254,23 +340,24 @@ def write_html(comp: Comparison, path: str | Path, title: str | None = None,
                      "</details>")
     parts.append("<h2>Run</h2>")
     for heading, items in _metadata_items(comp).items():
-        parts.append(f"<h3>{html.escape(heading)}</h3>{kv_table(items)}")
+        parts.append(f"<h3>{html.escape(heading)}</h3>{kv_table(items, cell=fmt_setting)}")
     return write_text(path, html_document(title, "\n".join(parts)))
 
 
 # ---------------------------------------------------------------------- Markdown
 def markdown(comp: Comparison, path: str | Path | None = None, title: str | None = None,
-             sections: Mapping[str, str | pd.DataFrame] | None = None) -> str:
-    """The report as Markdown (tables, flags, metadata). With ``path`` it is written there and
-    the figures are saved beside it as ``<stem>-<figure>.png`` and linked."""
+             sections: Mapping[str, str | pd.DataFrame] | None = None,
+             data_name: str | None = None) -> str:
+    """The report as Markdown (settings, tables, flags, metadata). With ``path`` it is
+    written there and the figures are saved beside it as ``<stem>-<figure>.png`` and linked."""
     frame = comp.to_frame()
     names = headings()
     title = title or f"lcbayes model comparison: {', '.join(comp.names)}"
-    lines = [f"# {title}", "",
-             f"{comp.data.n_rows} rows x {comp.data.n_columns} columns "
-             f"({comp.data.n_patterns} distinct patterns); methods: {', '.join(comp.methods)}; "
-             f"seed {comp.seeds['em']}; highest log evidence: **{comp.best}**.", "",
-             "## How to read this", "", HOW_TO_READ, ""]
+    lines = [f"# {title}", "", f"**{_intro(comp)}**", ""]
+    lines += [line for n in comp.notes() for line in (f"> **Note**: {n}", "")]
+    lines += ["## Settings", "",
+              *md_table(["setting", "value"], list(comp.settings_block(data_name).items())),
+              "", "## How to read this", "", HOW_TO_READ, ""]
     for heading, content in (sections or {}).items():
         lines += [f"## {heading}", ""]
         if isinstance(content, pd.DataFrame):
@@ -285,11 +372,8 @@ def markdown(comp: Comparison, path: str | Path | None = None, title: str | None
         lines += [f"## {heading}", "",
                   *md_table([names.get(c, c) for c in cols],
                             _cells(comp, frame, cols, lambda t: f"**{t}**")), ""]
-    flag_lines = _flag_lines(frame)[1:]
-    lines += ["## Flags", ""]
-    lines += (["None."] if flag_lines == ["Flags: none"]
-              else [f"* {line.strip()}" for line in flag_lines[1:]])
-    lines.append("")
+    items = _flag_items(frame)
+    lines += ["## Flags", "", *([f"* {item}" for item in items] or ["None."]), ""]
     if path is not None:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -300,7 +384,7 @@ def markdown(comp: Comparison, path: str | Path | None = None, title: str | None
             lines += [f"![{key}]({image.name})", "", f"*{CAPTIONS[key]}*", ""]
     lines += ["## Run", ""]
     for heading, items in _metadata_items(comp).items():
-        lines += [f"**{heading}**: " + "; ".join(f"{k} = {fmt(v, 3)}"
+        lines += [f"**{heading}**: " + "; ".join(f"{k} = {fmt_setting(v)}"
                                                  for k, v in items.items()), ""]
     text = "\n".join(lines)
     if path is not None:

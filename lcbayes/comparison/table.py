@@ -9,6 +9,12 @@ the EM fit ran), the columns of every requested method in order (:mod:`.registry
 (:mod:`.evidence`), ``rank_<method>`` per method plus ``rank_exact`` and ``rank_evidence``,
 ``flags`` (comma-separated names), ``flag_notes`` (why; :mod:`.flags`) and ``seconds``.
 
+**The edge of the range.** When the best candidate (highest ``log_evidence``) is the latent
+class model with the most classes of two or more compared on its columns, the best number of
+classes may lie beyond the range: :attr:`Comparison.best_is_largest` is true,
+:meth:`Comparison.notes` says so and suggests a wider range (:meth:`Comparison.wider_classes`),
+and the metadata, the text table and the reports carry the note.
+
 **Ranks.** ``rank_<method>`` is 1 for the highest value of the method's ranked column (ties
 share the lower rank; missing where the method did not score every candidate, e.g. an exact
 evidence too large for some). The alias-corrected CS and VB values rank because they, not the
@@ -26,7 +32,7 @@ import pandas as pd
 
 from ..data import Dataset
 from ..errors import LcbayesError
-from ..render import json_value
+from ..render import fmt_setting, json_value, plural
 from ..structure import Structure
 from . import registry
 from .evidence import POSTERIOR_DRAWS, POSTERIOR_LEVEL, choose_evidence, posterior_probabilities
@@ -220,6 +226,64 @@ class Comparison:
             return None
         return str(frame.loc[frame["log_evidence"].idxmax(), "name"])
 
+    def _largest_k(self, name: str) -> int | None:
+        """The most classes among the latent class candidates on the columns of candidate
+        ``name`` (``None`` unless it is one of two or more such candidates)."""
+        s = self.structures[self.names.index(name)]
+        if s.kind != "latent_class":
+            return None
+        ks = [t.n_classes for t in self.structures if t.kind == "latent_class"
+              and set(t.observed_names) == set(s.observed_names)]
+        return max(ks) if len(ks) >= 2 else None
+
+    @property
+    def best_is_largest(self) -> bool:
+        """Whether :attr:`best` is the latent class candidate with the most classes (module
+        docstring): more classes than compared may fit better."""
+        best = self.best
+        return best is not None and self.structures[self.names.index(best)].n_classes == \
+            self._largest_k(best)
+
+    def wider_classes(self) -> range | None:
+        """A wider range of numbers of classes to compare when :attr:`best_is_largest`: from
+        the fewest classes compared to three more than the most (``None`` otherwise)."""
+        if not self.best_is_largest:
+            return None
+        ks = [s.n_classes for s in self.structures if s.kind == "latent_class"]
+        return range(min(ks), max(ks) + 4)
+
+    def notes(self) -> list[str]:
+        """Notes on the whole comparison for the reader (the best candidate at the edge of the
+        range); empty when there is nothing to say."""
+        wider = self.wider_classes()
+        if wider is None:
+            return []
+        return [f"{self.best}, the largest number of classes compared, has the highest log "
+                "evidence: more classes may fit better. Compare a wider range, e.g. "
+                f"--classes {wider.start}-{wider.stop - 1} (classes=range({wider.start}, "
+                f"{wider.stop}) in Python)."]
+
+    def settings_block(self, data_name: str | None = None) -> dict[str, str]:
+        """The settings block at the top of every report: the data (``data_name``, e.g. the
+        file name), the candidates, the methods, the seeds and the versions of lcbayes, JAX
+        and NumPyro, as text."""
+        d, versions, exact = self.data, self.versions, self.settings.get("exact")
+        rows = str(d.n_rows) + (f" ({d.n_observed_rows} with an observed value)"
+                                if d.n_observed_rows != d.n_rows else "")
+        methods = list(self.methods) + ([] if exact is False else [
+            "exact" + (" (where small enough)" if exact == "auto" else "")])
+        return {
+            "data": data_name or "not named (give data_name)",
+            "rows": rows,
+            "columns": f"{d.n_columns}: {', '.join(d.columns)}",
+            "distinct patterns": str(d.n_patterns),
+            "candidates": ", ".join(self.names),
+            "methods": ", ".join(methods),
+            "seeds": ", ".join(f"{k} {fmt_setting(v)}" for k, v in self.seeds.items()),
+            "versions": ", ".join(f"{k} {versions[k]}" for k in ("lcbayes", "jax", "numpyro")
+                                  if k in versions),
+        }
+
     def metadata(self) -> dict:
         """The run's record: data shape, methods, settings, seeds, seconds, versions, flag
         thresholds and why exact evidences are missing."""
@@ -242,6 +306,8 @@ class Comparison:
                                                        strict=True) if note},
             "flags": {f.name: f.description for f in registry.flags()},
             "best": self.best,
+            "best_is_largest": self.best_is_largest,
+            "notes": self.notes(),
         }
 
     def to_dict(self) -> dict:
@@ -256,11 +322,13 @@ class Comparison:
 
     # ------------------------------------------------------------------ reports
     # (imported on use: the reports need matplotlib, which the table itself does not)
-    def summary(self) -> str:
-        """A readable plain-text table with the flags explained underneath."""
+    def summary(self, wide: bool = False) -> str:
+        """A readable plain-text table with the flags explained underneath: the essential
+        columns within 100 characters a line, or with ``wide=True`` every column
+        (:func:`lcbayes.comparison.report.text_table`)."""
         from .report import text_table
 
-        return text_table(self)
+        return text_table(self, wide=wide)
 
     @cached_property
     def _pngs(self) -> dict[str, bytes]:
@@ -273,20 +341,21 @@ class Comparison:
         return dict(self._pngs)
 
     def to_html(self, path: str | Path, title: str | None = None,
-                sections: dict | None = None) -> Path:
-        """Write a self-contained HTML report (:func:`lcbayes.comparison.report.write_html`)."""
+                sections: dict | None = None, data_name: str | None = None) -> Path:
+        """Write a self-contained HTML report (:func:`lcbayes.comparison.report.write_html`);
+        ``data_name`` (e.g. the file name) is shown in its settings block."""
         from .report import write_html
 
-        return write_html(self, path, title=title, sections=sections)
+        return write_html(self, path, title=title, sections=sections, data_name=data_name)
 
     def to_markdown(self, path: str | Path | None = None, title: str | None = None,
-                    sections: dict | None = None) -> str:
+                    sections: dict | None = None, data_name: str | None = None) -> str:
         """Markdown report (:func:`lcbayes.comparison.report.markdown`); with ``path``, also
         written there with the figures as PNG files beside it."""
         from .report import markdown
 
-        return markdown(self, path, title=title, sections=sections)
+        return markdown(self, path, title=title, sections=sections, data_name=data_name)
 
     def __repr__(self) -> str:
-        return (f"Comparison({len(self.names)} candidates: {', '.join(self.names)}; "
+        return (f"Comparison({plural(len(self.names), 'candidate')}: {', '.join(self.names)}; "
                 f"methods={list(self.methods)}, best={self.best!r})")

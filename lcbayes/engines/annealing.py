@@ -29,7 +29,7 @@ import pandas as pd
 from scipy.special import logsumexp
 
 from ..errors import LcbayesError
-from ..render import json_value
+from ..render import json_value, plural
 
 __all__ = [
     "AISResult",
@@ -183,9 +183,9 @@ class AISResult:
         quarters = ", ".join(f"{a:.2f}" for a in self.acceptance)
         return (f"AIS log evidence ln p(y | m) = {self.log_evidence:.4f} "
                 f"+/- {self.stderr:.4f} (bootstrap {self.stderr_bootstrap:.4f})\n"
-                f"  {self.chains} chains x {self.temperatures} temperatures ({self.schedule} "
-                f"schedule, {self.kernel} kernel), ESS {self.ess:.1f}, "
-                f"acceptance by quarter [{quarters}], {self.seconds:.2f} s")
+                f"  {plural(self.chains, 'chain')} x {plural(self.temperatures, 'temperature')} "
+                f"({self.schedule} schedule, {self.kernel} kernel), ESS {self.ess:.1f}\n"
+                f"  acceptance by quarter [{quarters}], {self.seconds:.2f} s")
 
     def __repr__(self) -> str:
         return (f"AISResult(log_evidence={self.log_evidence:.4f}, stderr={self.stderr:.4f}, "

@@ -26,8 +26,8 @@ from jax.scipy.special import xlogy
 from .. import scores
 from ..alias import log_alias
 from ..dimension import effective_dimension
-from ..params import config_labels, dirichlet_log_density, to_tables
-from ..render import json_value, matrix_lines
+from ..params import dirichlet_log_density, to_tables
+from ..render import json_value, plural
 from .dirichlet import complete_data_log_evidence
 from .run_record import RunRecord, arrays_from_json
 
@@ -122,11 +122,9 @@ class EMResult(RunRecord):
 
     # ------------------------------------------------------------------ estimates
     @property
-    def class_weights(self) -> np.ndarray | None:
-        """Class shares of a latent class model (decreasing)."""
-        if self.structure.kind != "latent_class":
-            return None
-        return self.params[self.structure.nodes[self.structure.root]]
+    def estimate(self) -> dict[str, np.ndarray]:
+        """The ML or MAP estimate, :attr:`params` (classes ordered by decreasing share)."""
+        return self.params
 
     def conditional_probabilities(self) -> dict[str, list[dict[str, float]]]:
         """For every observed node, ``P(node = label | parent configuration)``: a list over
@@ -207,44 +205,33 @@ class EMResult(RunRecord):
 
     # ------------------------------------------------------------------ text
     def summary(self) -> str:
-        """A poLCA-style printout: shares, conditional probabilities, fit statistics."""
+        """A poLCA-style printout: shares, conditional probabilities (classes numbered from 1),
+        fit statistics."""
         s = self.structure
         estimator = ("maximum likelihood" if self.estimator == "ml"
                      else f"MAP ({self.map_basis} basis)")
         if s.kind == "latent_class":
-            head = f"Latent class model: {s.n_classes} classes, {len(s.observed_nodes)} items"
+            head = (f"Latent class model: {plural(s.n_classes, 'class', 'classes')}, "
+                    f"{plural(len(s.observed_nodes), 'item')}")
         else:
             head = (f"{s.kind.upper()} model: {len(s.hidden_nodes)} hidden, "
                     f"{len(s.observed_nodes)} observed nodes")
-        lines = [head + f", {estimator} by EM", ""]
-        if s.kind == "latent_class":
-            lines += ["Estimated class population shares",
-                      "  " + "  ".join(f"{w:.4f}" for w in self.class_weights), "",
-                      "Conditional item response probabilities, by class"]
-        else:
-            lines.append("Conditional probability tables")
-        order = s.topological_order if s.kind != "latent_class" else s.observed_nodes
-        for i in order:
-            table = self.params[s.nodes[i]].reshape(-1, s.cardinalities[i])
-            lines.append(f"${s.nodes[i]}")
-            lines += matrix_lines(config_labels(s, i), [str(lab) for lab in s.labels[i]],
-                                  table)
-            lines.append("")
+        lines = [head + f", {estimator} by EM", "", *self.estimate_lines()]
         status = "converged" if self.converged else "NOT converged (raise max_iter)"
         gap = np.abs(self.restart_objectives - self.objective)
         best_count = int(np.sum(gap < 1e-6 * max(1.0, abs(self.objective))))
         n_missing_rows = self.n_rows - self.n_observed_rows
         lines += [
             "=========================================================",
-            f"number of rows: {self.n_rows} ({self.n_patterns} distinct patterns"
+            f"number of rows: {self.n_rows} ({plural(self.n_patterns, 'distinct pattern')}"
             + (f", {n_missing_rows} fully missing" if n_missing_rows else "") + ")",
             f"number of estimated parameters: {self.n_parameters}",
             f"log-likelihood: {self.loglik:.4f}",
             f"BIC  (loglik - d/2 ln N): {self.bic:.4f}   [poLCA scale: {-2 * self.bic:.4f}]",
             f"AIC  (loglik - d):        {self.aic:.4f}   [poLCA scale: {-2 * self.aic:.4f}]",
             f"ICL  (BIC - entropy):     {self.icl:.4f}",
-            f"EM: {status} after {self.n_iter} iterations; best found by {best_count} of "
-            f"{self.restarts} restarts; {self.seconds:.2f} s",
+            f"EM: {status} after {plural(self.n_iter, 'iteration')}; best found by "
+            f"{best_count} of {plural(self.restarts, 'restart')}; {self.seconds:.2f} s",
         ]
         return "\n".join(lines)
 

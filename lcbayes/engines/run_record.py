@@ -1,6 +1,7 @@
 """What every multi-restart fit records, shared by :class:`~lcbayes.EMResult` and
 :class:`~lcbayes.VBResult`: the run's fields, their lossless JSON form, posterior membership of
-new rows (``predict_proba``), and the boundary checks the two engines share."""
+new rows (``predict_proba``), the estimate printed and tabulated with classes numbered from 1,
+and the boundary checks the two engines share."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pandas as pd
 from ..data import Dataset
 from ..errors import ArgumentError
 from ..inference import hidden_marginals
-from ..params import params_frame
+from ..params import config_labels, params_frame
+from ..render import matrix_lines
 from ..structure import Structure
 from ..validation import check_int, check_seed, check_structure, data_for, seed_record
 
@@ -82,6 +84,44 @@ class RunRecord:
     def n_classes(self) -> int | None:
         """Number of classes of a latent class model (``None`` for other kinds)."""
         return self.structure.n_classes
+
+    @property
+    def estimate(self) -> dict[str, np.ndarray]:
+        """``{node: CPT}``, the point estimate that :meth:`estimate_lines`, :meth:`to_frame`
+        and :attr:`class_weights` show (EM: the ML or MAP estimate; VB: the posterior mean)."""
+        raise NotImplementedError
+
+    @property
+    def class_weights(self) -> np.ndarray | None:
+        """Class shares of a latent class model (in :attr:`estimate`; EM orders classes by
+        decreasing share), ``None`` for other kinds."""
+        if self.structure.kind != "latent_class":
+            return None
+        return np.asarray(self.estimate[self.structure.nodes[self.structure.root]])
+
+    def estimate_lines(self, qualifier: str = "") -> list[str]:
+        """:attr:`estimate` as text, poLCA's layout: for a latent class model the class shares
+        then every item's response probabilities by class (``class 1``, ``class 2``, ...), for
+        other kinds every CPT; ``qualifier`` follows the headings (e.g. ``" (posterior
+        means)"``)."""
+        s = self.structure
+        lines = []
+        if s.kind == "latent_class":
+            classes = [f"class {k + 1}" for k in range(s.n_classes)]
+            lines += [f"Estimated class population shares{qualifier}",
+                      *matrix_lines(["share"], classes, [self.class_weights]), "",
+                      f"Conditional item response probabilities{qualifier}, by class"]
+            order = s.observed_nodes
+        else:
+            lines.append(f"Conditional probability tables{qualifier}")
+            order = s.topological_order
+        for i in order:
+            table = np.asarray(self.estimate[s.nodes[i]]).reshape(-1, s.cardinalities[i])
+            lines.append(f"${s.nodes[i]}")
+            lines += matrix_lines(config_labels(s, i), [str(lab) for lab in s.labels[i]],
+                                  table)
+            lines.append("")
+        return lines
 
     @property
     def class_posteriors(self) -> np.ndarray | None:
@@ -175,7 +215,16 @@ class RunRecord:
         }
 
     def _frame(self, values: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
-        return params_frame(self.structure, values)
+        """CPT-shaped ``values`` as a long table (:func:`lcbayes.params.params_frame`); the
+        class node of a latent class model has categories ``class 1``, ``class 2``, ..., the
+        names its items' ``parents`` column uses."""
+        frame = params_frame(self.structure, values)
+        s = self.structure
+        if s.kind == "latent_class":
+            rows = frame["node"] == s.nodes[s.root]
+            frame["category"] = frame["category"].astype(object)
+            frame.loc[rows, "category"] = [f"class {k + 1}" for k in range(int(rows.sum()))]
+        return frame
 
 
 def record_fields(structure: Structure, data: Dataset, runs, best: int, hidden_marginals,

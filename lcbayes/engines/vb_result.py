@@ -16,8 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import digamma
 
-from ..params import config_labels
-from ..render import json_value, matrix_lines
+from ..render import json_value, plural
 from .run_record import RunRecord, arrays_from_json
 
 __all__ = ["VBResult"]
@@ -55,6 +54,11 @@ class VBResult(RunRecord):
     def posterior_mean(self) -> dict[str, np.ndarray]:
         """``E[theta] = alpha / alpha_0`` per node."""
         return {k: a / a.sum(axis=-1, keepdims=True) for k, a in self.posterior.items()}
+
+    @property
+    def estimate(self) -> dict[str, np.ndarray]:
+        """The point estimate shown by :meth:`summary`: :attr:`posterior_mean`."""
+        return self.posterior_mean
 
     def _log_tables(self) -> tuple[np.ndarray, ...]:
         """``E[ln theta] = psi(alpha) - psi(alpha_0)`` per node, ``(q_i, r_i)``."""
@@ -105,25 +109,25 @@ class VBResult(RunRecord):
         )
 
     def summary(self) -> str:
-        """A short printout: the bound, its correction and the posterior means."""
+        """A short printout: the bound, its correction and the posterior means (classes
+        numbered from 1, as :meth:`lcbayes.EMResult.summary` numbers them)."""
         s = self.structure
+        model = (f"latent class model, {plural(s.n_classes, 'class', 'classes')}"
+                 if s.kind == "latent_class" else s.kind)
         lines = [
-            f"VBEM ({s.kind}, {self.n_parameters} parameters, "
-            f"{self.n_observed_rows} observed rows, {self.n_patterns} patterns)",
+            f"VBEM ({model}; {self.n_parameters} parameters, "
+            f"{plural(self.n_observed_rows, 'observed row')}, "
+            f"{plural(self.n_patterns, 'pattern')})",
             f"  lower bound F      {self.elbo:14.4f}",
             f"  ln S (aliases)     {self.log_alias:14.4f}",
             f"  F + ln S           {self.elbo_corrected:14.4f}",
-            f"  iterations {self.n_iter}, converged {self.converged}, "
-            f"restarts {self.restarts}: " + ", ".join(f"{v:.4f}" for v in self.restart_elbos),
-            "  posterior means:",
+            f"  {plural(self.n_iter, 'iteration')}, converged {self.converged}, "
+            f"{plural(self.restarts, 'restart')}: "
+            + ", ".join(f"{v:.4f}" for v in self.restart_elbos),
+            "",
+            *self.estimate_lines(" (posterior means)"),
         ]
-        means = self.posterior_mean
-        for i, name in enumerate(s.nodes):
-            table = np.asarray(means[name]).reshape(s.n_configs(i), -1)
-            lines.append(f"${name}")
-            lines += matrix_lines(config_labels(s, i), [str(lab) for lab in s.labels[i]],
-                                  table)
-        return "\n".join(lines)
+        return "\n".join(lines).rstrip("\n")
 
     def __repr__(self) -> str:
         return (f"VBResult(kind={self.structure.kind!r}, elbo={self.elbo:.4f}, "
