@@ -55,6 +55,8 @@ API: dict[str, str] = {
     "GibbsResult": "lcbayes.samplers.results",
     "rjmcmc": "lcbayes.samplers.rjmcmc",
     "RJMCMCResult": "lcbayes.samplers.results",
+    "KMixing": "lcbayes.samplers.results",
+    "KMixingWarning": "lcbayes.samplers.results",
     "posterior_k": "lcbayes.samplers.rjmcmc",
     "condition_on_k": "lcbayes.samplers.idata",
     "relabel": "lcbayes.samplers.relabelling",

@@ -1,19 +1,21 @@
 """The bottom of the output side: number formats, plain-text, HTML and Markdown tables, the
-report stylesheet, figures as embedded PNGs, and values made JSON-ready.
+report stylesheet, figures as embedded PNGs, values made JSON-ready and the versions block.
 
 Reports (:mod:`lcbayes.comparison.report`), diagnostics (:mod:`lcbayes.samplers.diagnostics`),
 the command line and the results' ``summary()`` and ``to_dict()`` all use these, so a number
-looks the same everywhere. Figures are matplotlib :class:`~matplotlib.figure.Figure` objects
-(no pyplot state), rendered at 100 dpi with no timestamp, so the same figure gives the same
-bytes.
+looks the same everywhere and every report names the same versions (:func:`versions`). Figures
+are matplotlib :class:`~matplotlib.figure.Figure` objects (no pyplot state), rendered at 100
+dpi with no timestamp, so the same figure gives the same bytes.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import importlib.metadata
 import io
 import math
+import platform
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -21,9 +23,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._version import __version__
+
 __all__ = ["CSS", "TEXT_WIDTH", "data_uri", "fmt", "fmt_setting", "html_document", "html_figure",
            "html_table", "json_value", "kv_table", "matrix_lines", "md_escape", "md_table",
-           "plural", "png", "text_html", "text_table", "wrap", "write_text"]
+           "plural", "png", "text_html", "text_table", "versions", "wrap", "write_text"]
 
 #: Columns of plain-text output (tables, flags and notes of the command line).
 TEXT_WIDTH = 100
@@ -95,6 +99,23 @@ def json_value(value):
     if isinstance(value, float | np.floating):
         return float(value) if math.isfinite(value) else None
     return value
+
+
+def versions() -> dict[str, str]:
+    """lcbayes, Python and package versions, the platform and the JAX backend."""
+    import jax
+
+    from . import jax_setup  # noqa: F401  (64-bit JAX, the compilation cache)
+
+    out = {"lcbayes": __version__, "python": platform.python_version()}
+    for name in ("jax", "jaxlib", "numpyro", "arviz", "numpy", "scipy", "pandas", "matplotlib"):
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+            out[name] = "not installed"
+    out["platform"] = platform.platform()
+    out["jax_backend"] = jax.default_backend()
+    return out
 
 
 # ---------------------------------------------------------------------- plain text

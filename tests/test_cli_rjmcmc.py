@@ -1,4 +1,5 @@
-"""The ``lcbayes rjmcmc`` command: JSON contract, plain output, report, errors, reproducibility.
+"""The ``lcbayes rjmcmc`` command: JSON contract, plain output, report, warnings (each once),
+errors, reproducibility.
 
 Every successful run uses the same data shape, chain count, number of draws and class limit,
 so the sampler compiles once for the whole file (seeds and warm-up are traced arguments).
@@ -9,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -43,6 +45,18 @@ def two_class_csv(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module")
+def noise_csv(tmp_path_factory):
+    """120 rows of four independent fair yes/no items: no structure. Under the Poisson prior
+    of K the exact posterior (AIS evidences) is about 0.62, 0.26, 0.09, 0.03 for K = 1..4."""
+    rng = np.random.default_rng(13)
+    codes = rng.random((120, 4)) < 0.5
+    path = tmp_path_factory.mktemp("rjmcmc") / "noise.csv"
+    rows = [",".join("yes" if v else "no" for v in row) for row in codes]
+    path.write_text("a,b,c,d\n" + "\n".join(rows) + "\n")
+    return path
+
+
 def _run(capsys, *argv):
     status = main(list(argv))
     out, err = capsys.readouterr()
@@ -64,8 +78,9 @@ def test_json_is_one_object_with_the_documented_fields(json_run):
     assert out.count("\n") == 1  # one JSON object on one line, nothing else on stdout
     result = json.loads(out)
     assert {"posterior_k", "prior_k", "modal_k", "acceptance", "proposed", "k_diagnostics",
-            "diagnostics", "relabelling", "seconds", "sampler_seconds", "n_rows", "n_patterns",
-            "columns", "seed", "draws", "warmup", "chains", "thin", "max_classes"} <= set(result)
+            "k_mixing", "diagnostics", "relabelling", "seconds", "sampler_seconds", "n_rows",
+            "n_patterns", "columns", "seed", "draws", "warmup", "chains", "thin",
+            "max_classes"} <= set(result)
     assert (result["n_rows"], result["seed"], result["draws"], result["warmup"],
             result["chains"], result["thin"], result["max_classes"]) == (120, 3, 150, 50, 2, 1, 4)
     assert result["columns"] == ["a", "b", "c", "d"] and result["n_patterns"] <= 16
@@ -110,8 +125,8 @@ def test_rhat_and_ess_summary_after_relabelling(json_run):
     diag = result["diagnostics"]
     table = diag["summary"]
     modal = result["modal_k"]
-    assert "k" in table and f"class_weights[{modal - 1}]" in table
-    assert "theta_a[0, yes]" in table
+    assert "k" in table and f"class_weights[{modal}]" in table  # classes numbered from 1
+    assert "theta_a[1, yes]" in table and "class_weights[0]" not in table
     rhats = [row["r_hat"] for name, row in table.items() if row["r_hat"] is not None]
     assert diag["max_rhat"] == pytest.approx(max(rhats))
     assert diag["min_ess_bulk"] == pytest.approx(min(row["ess_bulk"] for row in table.values()
@@ -157,6 +172,79 @@ def test_plain_output_and_reports(capsys, two_class_csv, tmp_path):
     assert text.count("data:image/png;base64,") >= 3
     assert "src=\"http" not in text and "<link" not in text
     assert "### Posterior of the number of classes" in md.read_text()
+
+
+def test_k_mixing_verdict_is_in_the_json_with_the_numbers_of_k(json_run, two_class_csv):
+    result = json.loads(json_run[1])
+    mixing, k_diag = result["k_mixing"], result["k_diagnostics"]
+    assert mixing["r_hat"] == pytest.approx(k_diag["r_hat"])
+    assert mixing["ess_bulk"] == pytest.approx(k_diag["ess_bulk"])
+    assert (mixing["split"], mixing["merge"]) == (result["acceptance"]["split"],
+                                                  result["acceptance"]["merge"])
+    assert mixing["mixed"] == (mixing["r_hat"] <= 1.05 and mixing["ess_bulk"] >= 100)
+    assert (mixing["warning"] is None) == mixing["mixed"]
+    if not mixing["mixed"]:  # 2 x 150 draws: the bulk ESS of k is far below 100
+        assert mixing["suggested_draws"] >= 2 * 150
+        assert f"--draws {mixing['suggested_draws']}" in mixing["warning"]
+        assert f"lcbayes compare {two_class_csv} --classes 1-4" in mixing["warning"]
+
+
+def _numbers(pattern: str, text: str) -> tuple[float, ...]:
+    return tuple(float(v) for v in re.search(pattern, text).groups())
+
+
+def test_each_warning_is_printed_once_and_names_few_parameters(capsys, two_class_csv):
+    status, out, err = _run(capsys, "rjmcmc", str(two_class_csv), *SETTINGS, "--seed", "5")
+    assert status == 0
+    (max_rhat,) = _numbers(r"max R-hat ([\d.]+)", out)
+    rhat_k, ess_k = _numbers(r"trace of k: R-hat ([\d.]+), bulk ESS ([\d.]+)", out)
+    rhat_lines = [line for line in err.splitlines() if "R-hat > 1.01 for" in line]
+    assert len(rhat_lines) == (max_rhat > 1.01) and "R-hat > 1.01" not in out
+    for line in rhat_lines:  # the worst three at most, then a count of the rest
+        assert line.startswith("lcbayes: warning: ") and len(re.findall(r"\(\d\.\d{3}\)",
+                                                                         line)) <= 3
+        flagged = int(re.search(r"for (\d+) parameter", line).group(1))
+        assert (f"and {flagged - 3} more" in line) == (flagged > 3)
+    mixing_lines = [line for line in err.splitlines() if "did not mix" in line]
+    assert len(mixing_lines) == (rhat_k > 1.05 or ess_k < 100) and "did not mix" not in out
+    for line in mixing_lines:
+        assert f"bulk ESS {ess_k:.0f}, R-hat {rhat_k:.3f}" in line and "split" in line
+        assert "--draws " in line and "lcbayes compare " in line
+
+
+def test_reports_show_the_data_settings_versions_and_classes_from_one(capsys, two_class_csv,
+                                                                     tmp_path):
+    report, md = tmp_path / "rj.html", tmp_path / "rj.md"
+    status, _, _ = _run(capsys, "rjmcmc", str(two_class_csv), *SETTINGS, "--seed", "3",
+                        "--report", str(report), "--markdown", str(md))
+    assert status == 0
+    text = report.read_text()
+    for key, value in (("data", "two_classes.csv"), ("draws", "150"), ("warmup", "50"),
+                       ("chains", "2"), ("thin", "1"), ("max_classes", "4"),
+                       ("prior", "dirichlet"), ("seed", "3")):
+        assert f"<tr><th>{key}</th><td>{value}</td></tr>" in text  # integers as integers
+    assert "<h3>Versions</h3>" in text and "<tr><th>jax</th>" in text
+    assert "class_weights[1]" in text and "class_weights[0]" not in text
+    mixing = json.loads(_run(capsys, "rjmcmc", str(two_class_csv), *SETTINGS, "--seed", "3",
+                             "--json")[1])["k_mixing"]
+    assert (mixing["warning"] is None) == ("did not mix" not in text)
+    markdown = md.read_text()
+    assert "| data | two_classes.csv |" in markdown and "| max_classes | 4 |" in markdown
+    assert "**Versions**: lcbayes = " in markdown
+
+
+def test_report_of_a_modal_k_of_one_shows_every_k(capsys, noise_csv, tmp_path):
+    """A single class's weight is 1 up to rounding; ArviZ's density of it failed with "Too
+    many bins for data range" and the report with it."""
+    report = tmp_path / "noise.html"
+    status, out, err = _run(capsys, "rjmcmc", str(noise_csv), *SETTINGS, "--prior-k",
+                            "poisson", "--seed", "0", "--report", str(report))
+    assert status == 0, err
+    assert "draws with k = 1:" in out  # the modal K is 1: the case of the report's failure
+    assert re.findall(r"^ +(\d) +0\.\d{3} +[\d.]+", out, re.MULTILINE) == ["1", "2", "3", "4"]
+    text = report.read_text()
+    assert text.count("data:image/png;base64,") == 4
+    assert all(f"<th>K = {k}</th>" in text for k in range(1, 5))
 
 
 @pytest.mark.parametrize(

@@ -103,7 +103,7 @@ def test_inference_data_has_the_documented_groups_dims_and_coords():
     post = idata.posterior
     assert post["class_weights"].dims == ("chain", "draw", "class")
     assert post["class_weights"].shape == (CHAINS, DRAWS, 2)
-    assert list(post["class"].values) == [0, 1]
+    assert list(post["class"].values) == [1, 2]  # classes numbered from 1
     for c in COLUMNS:
         assert post[f"theta_{c}"].dims == ("chain", "draw", "class", f"{c}_category")
         assert list(post[f"{c}_category"].values) == list(LABELS)

@@ -1,5 +1,6 @@
 """Imports are lazy: ``import lcbayes`` loads neither JAX nor pandas, the command line's parser
-loads none of ArviZ, NumPyro, matplotlib and SciPy's stats, and the first use of a name that
+loads none of ArviZ, NumPyro, matplotlib, xarray and SciPy's stats and optimize (``lcbayes fit``
+needs none of them), and the first use of a name that
 computes with JAX switches JAX to 64-bit floats. Each check runs in a fresh interpreter."""
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import pytest
 
 import lcbayes
 
-HEAVY = ("jax", "numpy", "pandas", "arviz", "numpyro", "matplotlib", "scipy.stats", "xarray")
+HEAVY = ("jax", "numpy", "pandas", "arviz", "numpyro", "matplotlib", "scipy.stats", "xarray",
+         "scipy.optimize")
 
 
 def _loaded_after(code: str) -> dict:
@@ -29,11 +31,12 @@ def test_import_lcbayes_loads_no_heavy_dependency():
     assert loaded == []
 
 
-def test_the_command_line_parser_loads_neither_arviz_numpyro_matplotlib_nor_scipy_stats():
+def test_the_command_line_parser_loads_no_sampler_or_plotting_dependency():
     loaded = _loaded_after(
         "import json, sys; from lcbayes.cli import _parser; _parser(); "
         f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
-    assert not {"arviz", "numpyro", "matplotlib", "scipy.stats"} & set(loaded), loaded
+    assert not {"arviz", "numpyro", "matplotlib", "scipy.stats", "xarray",
+                "scipy.optimize"} & set(loaded), loaded
 
 
 def test_first_use_switches_jax_to_float64_even_after_jax_was_imported():

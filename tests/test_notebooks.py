@@ -42,7 +42,7 @@ FIGURE_REPR = re.compile(r"^<Figure size \d")
 #: Source that shows a figure: pyplot's ``show`` or ``display`` of a figure or a plot function.
 SHOWS_FIGURE = re.compile(r"\bplt\.show\(|\bdisplay\((fig|plot_)")
 #: The warning categories the notebooks may print: lcbayes's own, about the user's result.
-OWN_WARNINGS = ("RhatWarning",)
+OWN_WARNINGS = ("RhatWarning", "KMixingWarning")
 #: The first line of a warning as ``warnings.showwarning`` prints it: ``file:line: Category: ``.
 WARNING_LINE = re.compile(r"^\S.*?:\d+: (\w+): ", re.M)
 #: Text of tqdm's warning when ipywidgets is missing.

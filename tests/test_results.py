@@ -171,8 +171,8 @@ def test_gibbs_result_contract(gibbs_run):
     assert isinstance(idata, az.InferenceData) and gibbs_run.n_classes == 2
     frame = gibbs_run.to_frame()
     assert len(frame) == 2 * 150 and {"chain", "draw", "log_likelihood",
-                                      "class_weights[0]", "theta_Q1[1, yes]"} <= set(frame)
-    np.testing.assert_allclose(frame["theta_Q1[1, yes]"],
+                                      "class_weights[1]", "theta_Q1[2, yes]"} <= set(frame)
+    np.testing.assert_allclose(frame["theta_Q1[2, yes]"],
                                idata.posterior["theta_Q1"].values[:, :, 1, 1].ravel())
     assert "2 classes" in gibbs_run.summary() and "lcb.diagnostics" in gibbs_run.summary()
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -180,7 +180,9 @@ def test_gibbs_result_contract(gibbs_run):
 
 
 def test_rjmcmc_round_trip_and_posterior_of_k(data, new_rows):
-    res = lcb.rjmcmc(data, max_classes=3, draws=200, warmup=100, chains=2, seed=0)
+    with pytest.warns(lcb.KMixingWarning, match="max_classes=6") as caught:  # a short run
+        res = lcb.rjmcmc(data, max_classes=3, draws=200, warmup=100, chains=2, seed=0)
+    assert [str(w.message) for w in caught] == [res.mixing_warning()]
     again = _round_trip(res)
     assert again.posterior_k == res.posterior_k == lcb.posterior_k(res.to_inference_data())
     assert again.acceptance == res.acceptance and again.prior_k == res.prior_k

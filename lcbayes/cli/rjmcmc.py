@@ -10,11 +10,18 @@ or with ``--json`` one object (:func:`rjmcmc_summary`): ``posterior_k`` and ``pr
 ``{"K": probability}`` (JSON object keys are strings: ``"1"`` .. ``"max_classes"``),
 ``modal_k``, ``acceptance`` (``{move: rate}``, ``null`` for a move never proposed) and
 ``proposed`` (``{move: count}``), ``k_diagnostics`` (R-hat and ESS of the trace of ``k``),
-``diagnostics`` (R-hat/ESS summary after relabelling on ``modal_k``: ``max_rhat``,
-``min_ess_bulk``, ``flagged`` and the table ``summary``), ``relabelling``, ``seconds``,
-``sampler_seconds``, ``n_rows``, ``n_patterns``, ``columns``, ``seed``, ``draws``, ``warmup``,
-``chains``, ``thin``, ``max_classes``. ``--report`` writes the diagnostics (tables and
-figures) as one self-contained HTML file, ``--markdown`` as Markdown with PNG figures.
+``k_mixing`` (:meth:`lcbayes.samplers.results.KMixing.to_dict`: ``r_hat``, ``ess_bulk``,
+``split``, ``merge``, ``mixed``, ``suggested_draws`` and ``warning``), ``diagnostics`` (R-hat/ESS
+summary after relabelling on ``modal_k``: ``max_rhat``, ``min_ess_bulk``, ``flagged`` and the
+table ``summary``, classes numbered from 1), ``relabelling``, ``seconds``, ``sampler_seconds``,
+``n_rows``, ``n_patterns``, ``columns``, ``seed``, ``draws``, ``warmup``, ``chains``, ``thin``,
+``max_classes``. ``--report`` writes the diagnostics (settings with the data's name, tables,
+figures, versions) as one self-contained HTML file, ``--markdown`` as Markdown with PNG figures.
+
+Warnings go to stderr, each once: the R-hat flag (the worst parameters and a count) and, when
+the chains did not move between numbers of classes, one line with the R-hat and ESS of ``k``,
+the split/merge acceptance, a ``--draws`` to rerun with and the ``lcbayes compare`` command
+that needs no mixing (:class:`~lcbayes.samplers.results.KMixing`).
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from __future__ import annotations
 import argparse
 import json
 import time
+import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,6 +38,7 @@ import numpy as np
 from ..data import Dataset
 from ..render import json_value
 from ..samplers.relabelling import METHODS as RELABEL_METHODS
+from ..samplers.results import KMixingWarning
 from ..samplers.rjmcmc import MOVES, rjmcmc
 from .common import UsageError, add_data_arguments, check_output, default, read_data
 
@@ -74,10 +84,12 @@ def add_parser(sub) -> None:
     rj.set_defaults(handler=run)
 
 
-def rjmcmc_summary(result: RJMCMCResult, diag: Diagnostics, data: Dataset) -> dict:
+def rjmcmc_summary(result: RJMCMCResult, diag: Diagnostics, data: Dataset,
+                   data_name: str | None = None) -> dict:
     """The JSON object of ``lcbayes rjmcmc`` (module docstring) from the reversible jump
-    ``result``, its diagnostics ``diag`` and the data; ``seconds`` is added by the caller.
-    NaN becomes ``None``; keys of ``posterior_k`` and ``prior_k`` are strings."""
+    ``result``, its diagnostics ``diag`` and the data (whose file ``data_name`` the mixing
+    advice names); ``seconds`` is added by the caller. NaN becomes ``None``; keys of
+    ``posterior_k`` and ``prior_k`` are strings."""
     idata = result.to_inference_data()
     attrs = idata.posterior.attrs
     table = diag.to_dict()
@@ -95,6 +107,7 @@ def rjmcmc_summary(result: RJMCMCResult, diag: Diagnostics, data: Dataset) -> di
         "proposed": {move: int(n) for move, n in zip(MOVES, proposed, strict=True)},
         "k_diagnostics": {c: (k_row[c] if k_row is not None else None)
                           for c in ("r_hat", "ess_bulk", "ess_tail")},
+        "k_mixing": diag.k_mixing.to_dict(data_name),
         "relabelling": table["relabelling"],
         "diagnostics": {key: table[key] for key in (
             "k", "chains", "draws", "rhat_threshold", "max_rhat", "min_ess_bulk", "flagged",
@@ -104,7 +117,8 @@ def rjmcmc_summary(result: RJMCMCResult, diag: Diagnostics, data: Dataset) -> di
 
 
 def _text(out: dict, diag: Diagnostics, path: str) -> str:
-    """The plain output: settings, posterior of K, moves, diagnostics."""
+    """The plain output: settings, posterior of K, moves, diagnostics (the warnings follow on
+    stderr)."""
     lines = [
         f"Reversible-jump MCMC over the number of latent classes: {path}",
         f"{out['n_rows']} rows ({out['n_patterns']} patterns), {len(out['columns'])} items; "
@@ -128,9 +142,7 @@ def _text(out: dict, diag: Diagnostics, path: str) -> str:
         rhat = "n/a" if k_diag["r_hat"] is None else f"{k_diag['r_hat']:.3f}"
         lines.append(f"trace of k: R-hat {rhat}, bulk ESS {k_diag['ess_bulk']:.0f}, "
                      f"tail ESS {k_diag['ess_tail']:.0f}")
-    # the diagnostics' own summary, less its posterior of K (printed above)
-    lines += ["", *(line for line in diag.summary().splitlines()
-                    if not line.startswith("posterior of K:"))]
+    lines += ["", diag.headline(), "", diag.table_text()]
     return "\n".join(lines)
 
 
@@ -143,18 +155,24 @@ def run(args: argparse.Namespace) -> int:
     if args.prior is not None and not (np.isfinite(args.prior) and args.prior > 0):
         raise UsageError(f"--prior must be a positive number, got {args.prior}")
     data = read_data(args)
-    result = rjmcmc(data, max_classes=args.max_classes, draws=args.draws, warmup=args.warmup,
-                    chains=args.chains, prior_k=args.prior_k, seed=args.seed,
-                    prior="dirichlet" if args.prior is None else args.prior, thin=args.thin)
-    diag = diagnostics(result, relabel_method=args.relabel)
+    with warnings.catch_warnings():  # the mixing advice is worded for the command line below
+        warnings.simplefilter("ignore", KMixingWarning)
+        result = rjmcmc(data, max_classes=args.max_classes, draws=args.draws,
+                        warmup=args.warmup, chains=args.chains, prior_k=args.prior_k,
+                        seed=args.seed, prior="dirichlet" if args.prior is None else args.prior,
+                        thin=args.thin)
+        diag = diagnostics(result, relabel_method=args.relabel)
+    if warning := diag.mixing_warning(args.data):
+        warnings.warn(warning, KMixingWarning, stacklevel=1)
+    name = Path(args.data).name
     try:
         if args.report is not None:
-            diag.to_html(args.report)
+            diag.to_html(args.report, data_name=name)
         if args.markdown is not None:
-            diag.to_markdown(args.markdown)
+            diag.to_markdown(args.markdown, data_name=name)
     except OSError as exc:
         raise UsageError(f"cannot write the report: {exc}") from None
-    out = rjmcmc_summary(result, diag, data)
+    out = rjmcmc_summary(result, diag, data, args.data)
     out["seconds"] = time.perf_counter() - start
     if args.json:
         print(json.dumps(out))

@@ -12,23 +12,20 @@ comparison differ, so each compiles its own.
 
 from __future__ import annotations
 
-import importlib.metadata
 import inspect
-import platform
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-import jax
 import pandas as pd
 
-from .._version import __version__
 from ..data import Dataset
 from ..engines.ais import ais
 from ..engines.em import em
 from ..errors import LcbayesError, TooLargeError
 from ..progress import new_bar
+from ..render import versions
 from ..structure import Structure
 from ..validation import Seed, as_dataset, check_int, check_positive, check_seed, seed_record
 from . import registry
@@ -46,19 +43,6 @@ EXACT_MAX_TERMS = 2e5
 
 _AIS = inspect.signature(ais).parameters
 _EM = inspect.signature(em).parameters
-
-
-def versions() -> dict[str, str]:
-    """lcbayes, Python and package versions, the platform and the JAX backend."""
-    out = {"lcbayes": __version__, "python": platform.python_version()}
-    for name in ("jax", "jaxlib", "numpyro", "arviz", "numpy", "scipy", "pandas", "matplotlib"):
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:  # pragma: no cover
-            out[name] = "not installed"
-    out["platform"] = platform.platform()
-    out["jax_backend"] = jax.default_backend()
-    return out
 
 
 def _needed(methods: tuple[str, ...], exact) -> list[registry.Need]:

@@ -7,8 +7,11 @@ for reversible jump output conditioned on ``k``, by default the most visited num
 then runs ``az.summary`` on the relabelled draws: posterior mean, sd, 94% HDI, the
 rank-normalised split R-hat and the bulk and tail effective sample sizes (Vehtari, Gelman,
 Simpson, Carpenter & Bürkner 2021). For reversible jump output the table also has a row for
-``k`` itself, from the original chains. A :class:`RhatWarning` names every parameter whose
-R-hat exceeds ``rhat_threshold`` (1.01, Vehtari et al.'s recommendation).
+``k`` itself, from the original chains, and :attr:`Diagnostics.k_mixing` says whether the chains
+moved between numbers of classes (:class:`~lcbayes.samplers.results.KMixing`); when they did
+not, a :class:`~lcbayes.samplers.results.KMixingWarning` says what to do. A
+:class:`RhatWarning` counts the parameters whose R-hat exceeds ``rhat_threshold`` (1.01, Vehtari
+et al.'s recommendation) and names the worst :data:`FLAG_NAMES` of them.
 
 Figures (matplotlib :class:`~matplotlib.figure.Figure` objects, no pyplot state): ArviZ trace
 plots of the class weights and of the items with the highest R-hat, ArviZ rank plots of the
@@ -16,13 +19,15 @@ parameters with the highest R-hat, the posterior of ``K`` with every chain's fre
 the trace of ``k``, and the class profiles (posterior mean and 90% interval of every
 item-response probability per class). :meth:`Diagnostics.to_html` and
 :meth:`Diagnostics.to_markdown` give a self-contained report section with the figures
-embedded as base64 PNGs (:mod:`lcbayes.render`).
+embedded as base64 PNGs (:mod:`lcbayes.render`), after a settings block (the data, the
+sampler's settings, the relabelling) and before the versions of lcbayes and its dependencies.
+Classes are numbered by their ``class`` coordinate (from 1 in the samplers' output).
 
 Example::
 
     diag = lcb.diagnostics(idata)                  # Stephens relabelling, then az.summary
     print(diag.summary())
-    html = diag.to_html()                          # a <section> for a report
+    html = diag.to_html(data_name="survey.csv")    # a <section> for a report
 """
 
 from __future__ import annotations
@@ -34,7 +39,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -42,16 +46,19 @@ from ..errors import LcbayesError
 from ..render import (
     data_uri,
     fmt,
+    fmt_setting,
     html_document,
     html_figure,
     html_table,
     json_value,
     kv_table,
     md_table,
+    plural,
     png,
+    versions,
     write_text,
 )
-from .idata import arviz, as_inference_data, condition_on_k
+from .idata import arviz, as_inference_data, condition_on_k, k_shares
 from .plots import (
     plot_class_profiles,
     plot_posterior_k,
@@ -61,6 +68,7 @@ from .plots import (
     theta_names,
 )
 from .relabelling import METHODS, Relabelled, relabel
+from .results import KMixing, KMixingWarning, k_mixing
 
 az = arviz()
 
@@ -73,15 +81,22 @@ TRACE_ITEMS = 4
 #: Columns of the summary table shown in the text, HTML and Markdown output.
 COLUMNS = ["mean", "sd", "hdi_3%", "hdi_97%", "ess_bulk", "ess_tail", "r_hat"]
 
+#: The R-hat flag (text, warning) names this many parameters, the worst; it counts the rest.
+FLAG_NAMES = 3
+
+#: The sampler settings the reports show, in this order (those the run records).
+SETTINGS = ("draws", "warmup", "chains", "thin", "max_classes", "n_classes", "prior",
+            "prior_k", "seed")
+
 CAPTIONS = {
     "trace": "Trace plots (right) and per-chain densities (left) of the class weights and of "
              f"the (up to) {TRACE_ITEMS} items whose parameters have the highest R-hat, after "
-             "relabelling; one colour per class (and category beyond the first), one line "
-             "style per chain.",
+             "relabelling (a single class's weight, identically 1, left out); one colour per "
+             "class (and category beyond the first), one line style per chain.",
     "rank": "Rank plots of the parameters with the highest R-hat: the ranks of every chain's "
             "draws among all draws. Well-mixed chains give flat, overlapping histograms.",
-    "posterior_k": "Posterior of the number of classes K (bars; dots: each chain's "
-                   "frequencies) and the trace of k per chain.",
+    "posterior_k": "Posterior of the number of classes K, every K from 1 (bars; dots: each "
+                   "chain's frequencies) and the trace of k per chain.",
     "class_profiles": "Class profiles: posterior mean (bars) and 90% interval of every "
                       "item-response probability per class, after relabelling.",
 }
@@ -104,10 +119,14 @@ class Diagnostics:
         table: ``az.summary`` of ``draws`` (plus a ``k`` row from ``idata`` for reversible jump
             output), indexed by parameter.
         k: the number of classes conditioned on (reversible jump output), else ``None``.
-        posterior_k: ``{K: probability}`` from the draws of ``k``, else ``None``.
+        posterior_k: ``{K: probability}`` from the draws of ``k`` for every ``K`` from 1 to
+            the number of class slots (0 where never visited), else ``None``.
         flagged: parameters with R-hat above ``rhat_threshold``, highest first.
         rhat_threshold: the R-hat above which a parameter is flagged.
         max_rank_panels: how many parameters the rank plot shows.
+        settings: the sampler's :data:`SETTINGS` that the run records.
+        k_mixing: reversible jump output: how well the chains mixed between numbers of
+            classes; else ``None``.
     """
 
     idata: az.InferenceData
@@ -119,6 +138,8 @@ class Diagnostics:
     flagged: tuple[str, ...]
     rhat_threshold: float
     max_rank_panels: int
+    settings: dict
+    k_mixing: KMixing | None
 
     @property
     def relabel_method(self) -> str | None:
@@ -154,29 +175,34 @@ class Diagnostics:
     def _pngs(self) -> dict[str, bytes]:
         return {key: png(fig) for key, fig in self._figures.items()}
 
-    def _settings(self) -> dict:
+    def _sampler(self) -> dict:
+        """The engine, its settings, seconds and acceptance rates, as ``to_dict`` gives them."""
         post = self.idata.posterior
-        attrs = {key: post.attrs[key] for key in ("engine", "seed", "chains", "draws",
-                                                  "warmup", "seconds") if key in post.attrs}
+        out = {key: post.attrs[key] for key in ("engine", "seconds") if key in post.attrs}
+        out.update(self.settings)
         if "acceptance_json" in post.attrs:
-            attrs["acceptance"] = json.loads(post.attrs["acceptance_json"])
-        return attrs
+            out["acceptance"] = json.loads(post.attrs["acceptance_json"])
+        return out
 
     def to_dict(self) -> dict:
         """JSON-ready: sampler settings (with acceptance rates), relabelling, ``k``,
-        ``posterior_k``, R-hat threshold and flagged parameters, and the summary table as
-        ``{parameter: {column: value}}`` (NaN as ``None``)."""
+        ``posterior_k``, ``k_mixing`` (:meth:`KMixing.to_dict`), R-hat threshold and flagged
+        parameters, and the summary table as ``{parameter: {column: value}}`` (NaN as
+        ``None``)."""
         chains, draws = (self.draws.posterior.sizes[d] for d in ("chain", "draw"))
         return json_value({
-            "sampler": self._settings(),
+            "sampler": self._sampler(),
             "relabelling": self.relabelled.to_dict() if self.relabelled is not None else None,
             "k": self.k, "posterior_k": self.posterior_k, "chains": chains, "draws": draws,
+            "k_mixing": self.k_mixing.to_dict() if self.k_mixing is not None else None,
             "rhat_threshold": self.rhat_threshold, "max_rhat": self.max_rhat,
             "min_ess_bulk": self.min_ess_bulk, "flagged": list(self.flagged),
             "summary": {name: dict(row) for name, row in self.table[COLUMNS].iterrows()},
         })
 
-    def _headline(self) -> str:
+    def headline(self) -> str:
+        """One line: the draws summarised, the relabelling, the largest R-hat and the smallest
+        bulk ESS."""
         chains, draws = (self.draws.posterior.sizes[d] for d in ("chain", "draw"))
         engine = self.idata.posterior.attrs.get("engine", "posterior")
         how = (f"relabelled by {self.relabel_method}" if self.relabelled is not None
@@ -185,32 +211,69 @@ class Diagnostics:
         return (f"{engine} draws{given}: {chains} chains x {draws} draws, {how}; max R-hat "
                 f"{fmt(self.max_rhat, 3)}, min bulk ESS {fmt(self.min_ess_bulk, 0)}")
 
-    def _flag_text(self) -> str:
+    def flag_text(self) -> str:
+        """One line: how many parameters have an R-hat above the threshold and the worst
+        :data:`FLAG_NAMES` of them with their R-hat (first categories and first class weights,
+        one minus the others, after the rest), or that none has."""
         if not self.flagged:
             return f"Every R-hat is at most {self.rhat_threshold}."
-        return (f"R-hat > {self.rhat_threshold} for {len(self.flagged)} parameters: "
-                + ", ".join(f"{p} ({self.table.loc[p, 'r_hat']:.3f})" for p in self.flagged))
+        redundant = redundant_rows(self.draws)
+        named = sorted(self.flagged, key=lambda p: p in redundant)[:FLAG_NAMES]  # stable
+        more = len(self.flagged) - len(named)
+        return (f"R-hat > {self.rhat_threshold} for {plural(len(self.flagged), 'parameter')}: "
+                + ", ".join(f"{p} ({self.table.loc[p, 'r_hat']:.3f})" for p in named)
+                + (f" and {more} more" if more else ""))
+
+    def table_text(self) -> str:
+        """The summary table (:data:`COLUMNS`) as aligned text."""
+        return self.table[COLUMNS].to_string(float_format=lambda v: f"{v:.3f}")
 
     def summary(self) -> str:
         """The headline, the posterior of K, the flags and the summary table as text."""
-        lines = [self._headline()]
+        lines = [self.headline()]
         if self.posterior_k is not None:
             lines.append("posterior of K: " + ", ".join(f"{k}: {p:.3f}"
                                                         for k, p in self.posterior_k.items()))
-        lines += [self._flag_text(), "",
-                  self.table[COLUMNS].to_string(float_format=lambda v: f"{v:.3f}")]
+        lines += [self.flag_text(), "", self.table_text()]
         return "\n".join(lines)
+
+    def settings_block(self, data_name: str | None = None) -> dict[str, str]:
+        """The settings block of the reports, as text: the data (``data_name``, e.g. the file
+        name) and its shape, the engine and its :attr:`settings` (integers as integers), the
+        relabelling."""
+        y = self.idata.observed_data["y"]
+        items = [str(c) for c in y["item"].values]
+        block = {"data": data_name or "not named (give data_name)",
+                 "rows": str(y.sizes["row"]), "columns": f"{len(items)}: {', '.join(items)}",
+                 "engine": str(self.idata.posterior.attrs.get("engine", "posterior"))}
+        for key, value in self.settings.items():
+            block[key] = (", ".join(f"{k}: {fmt_setting(v)}" for k, v in value.items())
+                          if isinstance(value, dict) else fmt_setting(value))
+        given = f" on the draws with k = {self.k}" if self.k is not None else ""
+        block["relabelling"] = f"{self.relabel_method or 'none'}{given}"
+        return block
+
+    def mixing_warning(self, data_name: str | None = None) -> str | None:
+        """Reversible jump output whose chains did not mix between numbers of classes: the
+        warning of :meth:`KMixing.warning` (worded for the command line with ``data_name``);
+        else ``None``."""
+        return self.k_mixing.warning(data_name) if self.k_mixing is not None else None
 
     def _rows(self) -> list[tuple[str, list[str]]]:
         return [(name, [fmt(row[c], 0 if c.startswith("ess") else 3) for c in COLUMNS])
                 for name, row in self.table.iterrows()]
 
-    def to_html(self, path: str | Path | None = None) -> str:
+    def to_html(self, path: str | Path | None = None, data_name: str | None = None) -> str:
         """The diagnostics as a self-contained HTML ``<section>`` (figures as base64 PNGs,
-        flagged rows highlighted). With ``path``, also written there as a whole document."""
+        flagged rows highlighted): the headline, any mixing warning, the R-hat flags, the
+        settings block (:meth:`settings_block`), the tables, the figures and the versions.
+        With ``path``, also written there as a whole document."""
+        warning = self.mixing_warning(data_name)
         parts = ["<section class='lcbayes-diagnostics'>", "<h2>Posterior diagnostics</h2>",
-                 f"<p class='note'>{html.escape(self._headline())}</p>",
-                 f"<p>{html.escape(self._flag_text())}</p>"]
+                 f"<p class='note'>{html.escape(self.headline())}</p>",
+                 *([f"<p><b>Warning</b>: {html.escape(warning)}</p>"] if warning else []),
+                 f"<p>{html.escape(self.flag_text())}</p>", "<h3>Settings</h3>",
+                 kv_table(self.settings_block(data_name), cell=str)]
         if self.posterior_k is not None:
             parts += ["<h3>Posterior of the number of classes</h3>",
                       kv_table({f"K = {k}": p for k, p in self.posterior_k.items()})]
@@ -220,18 +283,22 @@ class Diagnostics:
                              row_classes=["flagged" if name in self.flagged else ""
                                           for name, _ in rows])]
         parts += [html_figure(key, data, CAPTIONS[key]) for key, data in self._pngs.items()]
-        parts.append("</section>")
+        parts += ["<h3>Versions</h3>", kv_table(versions(), cell=fmt_setting), "</section>"]
         section = "\n".join(parts)
         if path is not None:
             write_text(path, html_document("lcbayes posterior diagnostics", section))
         return section
 
-    def to_markdown(self, path: str | Path | None = None) -> str:
-        """The diagnostics as a Markdown section. Without ``path`` the figures are embedded as
-        base64 data URIs; with ``path`` the text is written there and the figures beside it as
-        ``<stem>-<figure>.png``, linked."""
-        lines = ["## Posterior diagnostics", "", self._headline() + ".", "",
-                 self._flag_text(), ""]
+    def to_markdown(self, path: str | Path | None = None, data_name: str | None = None) -> str:
+        """The diagnostics as a Markdown section, with what :meth:`to_html` holds. Without
+        ``path`` the figures are embedded as base64 data URIs; with ``path`` the text is
+        written there and the figures beside it as ``<stem>-<figure>.png``, linked."""
+        warning = self.mixing_warning(data_name)
+        lines = ["## Posterior diagnostics", "", self.headline() + ".", "",
+                 *([f"> **Warning**: {warning}", ""] if warning else []), self.flag_text(), "",
+                 "### Settings", "",
+                 *md_table(["setting", "value"], list(self.settings_block(data_name).items())),
+                 ""]
         if self.posterior_k is not None:
             lines += ["### Posterior of the number of classes", "",
                       *md_table(["K", "p(K | y)"], [[str(k), f"{p:.3f}"]
@@ -249,6 +316,8 @@ class Diagnostics:
                 file.write_bytes(image)
                 target = file.name
             lines += [f"![{key}]({target})", "", f"*{CAPTIONS[key]}*", ""]
+        lines.append("**Versions**: " + "; ".join(f"{k} = {fmt_setting(v)}"
+                                                  for k, v in versions().items()))
         text = "\n".join(lines)
         if path is not None:
             write_text(path, text)
@@ -260,6 +329,16 @@ class Diagnostics:
 
 
 # ---------------------------------------------------------------------- public
+def _run_settings(draws, idata: az.InferenceData) -> dict:
+    """The :data:`SETTINGS` of the run: a sampler result's ``settings``, else those the
+    posterior's attributes record (``prior_k`` from ``prior_k_json``)."""
+    known = dict(idata.posterior.attrs)
+    if "prior_k_json" in known:
+        known["prior_k"] = json.loads(known["prior_k_json"])
+    known.update(getattr(draws, "settings", {}))
+    return {key: known[key] for key in SETTINGS if key in known}
+
+
 def diagnostics(idata: az.InferenceData, relabel_method: str | None = "stephens",
                 k: int | None = None, *, rhat_threshold: float = 1.01,
                 max_rank_panels: int = 12) -> Diagnostics:
@@ -276,20 +355,21 @@ def diagnostics(idata: az.InferenceData, relabel_method: str | None = "stephens"
         max_rank_panels: the rank plot shows this many parameters, highest R-hat first.
 
     Warns:
-        RhatWarning: naming every parameter with R-hat above ``rhat_threshold``.
+        RhatWarning: counting the parameters with R-hat above ``rhat_threshold`` and naming
+            the worst (:meth:`Diagnostics.flag_text`).
+        KMixingWarning: reversible jump chains that did not mix between numbers of classes
+            (:meth:`Diagnostics.mixing_warning`).
     """
     if relabel_method is not None and relabel_method not in METHODS:
         raise LcbayesError(f"unknown relabel_method {relabel_method!r}; choose from "
                            f"{', '.join(METHODS)} or None")
-    idata = as_inference_data(idata)
+    source, idata = idata, as_inference_data(idata)
     thetas = theta_names(idata)
-    posterior_k = None
+    posterior_k = mixing = None
     if "k" in idata.posterior:
-        ks = idata.posterior["k"].values.astype(int).ravel()
-        values, counts = np.unique(ks, return_counts=True)
-        posterior_k = {int(v): float(n / ks.size) for v, n in zip(values, counts, strict=True)}
+        posterior_k, mixing = k_shares(idata), k_mixing(idata)
         if k is None:
-            k = int(values[np.argmax(counts)])
+            k = max(posterior_k, key=posterior_k.get)
     if relabel_method is not None:
         relabelled = relabel(idata, relabel_method, k=k)
         draws = relabelled.idata
@@ -303,8 +383,11 @@ def diagnostics(idata: az.InferenceData, relabel_method: str | None = "stephens"
     flagged = tuple(rhat[rhat > rhat_threshold].sort_values(ascending=False).index)
     result = Diagnostics(idata=idata, draws=draws, relabelled=relabelled, table=table, k=k,
                          posterior_k=posterior_k, flagged=flagged,
-                         rhat_threshold=rhat_threshold, max_rank_panels=max_rank_panels)
+                         rhat_threshold=rhat_threshold, max_rank_panels=max_rank_panels,
+                         settings=_run_settings(source, idata), k_mixing=mixing)
+    if warning := result.mixing_warning():
+        warnings.warn(warning, KMixingWarning, stacklevel=2)
     if flagged:
-        warnings.warn(result._flag_text() + "; run longer chains or check the relabelling",
+        warnings.warn(result.flag_text() + "; run longer chains or check the relabelling",
                       RhatWarning, stacklevel=2)
     return result

@@ -5,9 +5,10 @@ diagnostics read):
 
 * ``posterior``: ``class_weights`` ``(chain, draw, class)``; for every data column ``c``,
   ``theta_<c>`` ``(chain, draw, class, <c>_category)`` with the column's category labels (as
-  strings) for coordinates; ``class`` coordinates ``0 .. S-1``. With a varying number of
-  classes, ``k`` ``(chain, draw)`` counts the active classes, which fill the first ``k`` slots;
-  the other slots are NaN.
+  strings) for coordinates; ``class`` coordinates ``1 .. S``, the class numbers every printed
+  table and figure shows (select by position with ``isel``). With a varying number of classes,
+  ``k`` ``(chain, draw)`` counts the active classes, which fill the first ``k`` slots; the
+  other slots are NaN.
 * ``sample_stats``: ``log_likelihood`` (``sum_rows ln p(y_row | theta)``, missing values summed
   out), ``log_joint`` (plus the log prior density) and any engine-specific statistics.
 * ``observed_data``: ``y`` ``(row, item)``, integer codes with ``-1`` for missing.
@@ -22,7 +23,6 @@ import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 
 from ..data import Dataset
 from ..errors import ArgumentTypeError, LcbayesError
@@ -31,9 +31,10 @@ from ..validation import check_choice
 
 if TYPE_CHECKING:
     import arviz as az
+    import xarray as xr
 
 __all__ = ["ARRANGEMENTS", "arviz", "as_inference_data", "condition_on_k",
-           "inference_data_from_dict", "inference_data_to_dict", "item_columns",
+           "inference_data_from_dict", "inference_data_to_dict", "item_columns", "k_shares",
            "lc_inference_data", "select_draws"]
 
 #: How a ``k``-conditioned selection arranges its draws (:func:`select_draws`).
@@ -48,6 +49,13 @@ def arviz():
                                 category=FutureWarning)
         import arviz as az
     return az
+
+
+def xarray():
+    """xarray, imported on first use (a quarter of a second that the command line's parser
+    and ``lcbayes fit`` do not need)."""
+    import xarray as xr
+    return xr
 
 
 def lc_inference_data(data: Dataset, weights: np.ndarray, theta: np.ndarray,
@@ -69,7 +77,7 @@ def lc_inference_data(data: Dataset, weights: np.ndarray, theta: np.ndarray,
     """
     n_chains, n_draws, slots = weights.shape
     coords = {"chain": np.arange(n_chains), "draw": np.arange(n_draws),
-              "class": np.arange(slots)}
+              "class": np.arange(1, slots + 1)}
     weights = np.asarray(weights, dtype=np.float64)
     theta = np.asarray(theta, dtype=np.float64)
     posterior = {}
@@ -90,6 +98,7 @@ def lc_inference_data(data: Dataset, weights: np.ndarray, theta: np.ndarray,
     for name, (dims, values) in (stats or {}).items():
         sample_stats[name] = (("chain", "draw", *dims), np.asarray(values))
     chain_draw = {"chain": coords["chain"], "draw": coords["draw"]}
+    xr = xarray()
     return arviz().InferenceData(
         posterior=xr.Dataset(posterior, coords=coords,
                              attrs={**attrs, "labels_json": json.dumps(labels)}),
@@ -125,7 +134,7 @@ def inference_data_from_dict(spec: dict) -> az.InferenceData:
             values = np.array(var["data"], dtype=dtype)
         return tuple(var["dims"]), values
 
-    groups = {}
+    groups, xr = {}, xarray()
     for group, content in spec.items():
         coords = {c: array(v) for c, v in content["coords"].items()}
         data_vars = {v: array(d) for v, d in content["data_vars"].items()}
@@ -204,6 +213,7 @@ def select_draws(idata: az.InferenceData, k: int | None, chains: str = "keep"
         n = min(len(hits[c]) for c in kept)
         src_chain = np.repeat(np.array(kept)[:, None], n, axis=1)
         src_draw = np.stack([hits[c][:n] for c in kept])
+    xr = xarray()
     index = {"chain": xr.DataArray(src_chain, dims=("chain", "draw")),
              "draw": xr.DataArray(src_draw, dims=("chain", "draw"))}
     groups = {}
@@ -227,3 +237,12 @@ def condition_on_k(idata: az.InferenceData, k: int, chains: str = "keep") -> az.
     idata = as_inference_data(idata)
     item_columns(idata)
     return select_draws(idata, k, chains)[0]
+
+
+def k_shares(idata: az.InferenceData) -> dict[int, float]:
+    """``{K: share of all draws with k = K}`` for every ``K = 1 .. S`` (``S`` class slots, the
+    largest number of classes), unvisited ``K`` included with share 0."""
+    k = np.asarray(idata.posterior["k"]).astype(int).ravel()
+    slots = idata.posterior.sizes["class"]
+    shares = np.bincount(k, minlength=slots + 1)[1:slots + 1] / k.size
+    return {K: float(v) for K, v in enumerate(shares, start=1)}

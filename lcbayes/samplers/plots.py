@@ -1,7 +1,9 @@
 """Figures of latent class posterior draws (matplotlib :class:`~matplotlib.figure.Figure`
-objects, no pyplot state): ArviZ trace and rank plots, the posterior of ``K`` with every chain's
-frequencies and the trace of ``k``, and the class profiles (posterior mean and 90% interval of
-every item-response probability per class). :mod:`.diagnostics` puts them in its reports.
+objects, no pyplot state): ArviZ trace and rank plots, the posterior of ``K`` (every ``K`` from
+1 to the number of class slots) with every chain's frequencies and the trace of ``k``, and the
+class profiles (posterior mean and 90% interval of every item-response probability per class).
+Classes are labelled by their ``class`` coordinate (1, 2, ... in the samplers' output).
+:mod:`.diagnostics` puts them in its reports.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from matplotlib import MatplotlibDeprecationWarning
 from matplotlib.figure import Figure
 
 from ..errors import LcbayesError
-from .idata import arviz, as_inference_data, item_columns
+from .idata import arviz, as_inference_data, item_columns, k_shares
 
 az = arviz()
 
@@ -42,11 +44,14 @@ def _scalar_series(idata: az.InferenceData) -> dict[str, np.ndarray]:
 
 
 def redundant_rows(idata: az.InferenceData) -> set[str]:
-    """The ``az.summary`` rows of every item's first category: one minus the others, so the
-    same R-hat."""
+    """The ``az.summary`` rows that are one minus the others of their probability vector: the
+    first class's weight (identically 1 when there is one class) and every item's first
+    category in every class (with two categories, the same R-hat as the second)."""
     post = idata.posterior
-    return {f"theta_{c}[{j}, {post[f'{c}_category'].values[0]}]"
-            for c in item_columns(idata) for j in post["class"].values}
+    classes = post["class"].values
+    return {f"class_weights[{classes[0]}]"} | {
+        f"theta_{c}[{j}, {post[f'{c}_category'].values[0]}]"
+        for c in item_columns(idata) for j in classes}
 
 
 @contextmanager
@@ -60,12 +65,13 @@ def _quiet() -> Iterator[None]:
 
 def plot_trace(idata: az.InferenceData, var_names: list[str] | None = None) -> Figure:
     """ArviZ trace plot of ``var_names`` (default: the class weights and every item), the
-    first category of each item with more than one left out (one minus the others)."""
-    names = var_names or ["class_weights", *theta_names(idata)]
-    categories = {t: idata.posterior[f"{t[6:]}_category"].values
-                  for t in names if t.startswith("theta_")}
-    coords = {f"{t[6:]}_category": labels[1:] for t, labels in categories.items()
-              if len(labels) > 1}
+    first category of each item left out (one minus the others). A variable that is
+    identically 1 is left out too: the class weights of a single class, an item with one
+    category (their densities cannot be estimated)."""
+    names = [name for name in var_names or ["class_weights", *theta_names(idata)]
+             if idata.posterior[name].shape[-1] > 1]
+    coords = {f"{t[6:]}_category": idata.posterior[f"{t[6:]}_category"].values[1:]
+              for t in names if t.startswith("theta_")}
     fig = Figure(figsize=(11, 2.1 * len(names) + 0.4), layout="constrained")
     axes = fig.subplots(len(names), 2, squeeze=False)
     with _quiet():
@@ -94,16 +100,17 @@ def plot_rank(idata: az.InferenceData, parameters: list[str]) -> Figure:
 
 
 def plot_posterior_k(idata: az.InferenceData) -> Figure:
-    """Posterior of ``K`` (all chains; dots per chain) and the trace of ``k`` per chain
+    """Posterior of ``K`` for every ``K`` from 1 to the number of class slots (all chains,
+    a zero bar for a ``K`` never visited; dots per chain) and the trace of ``k`` per chain
     (``idata``: an :class:`~lcbayes.RJMCMCResult` or its ``InferenceData``)."""
     idata = as_inference_data(idata)
     if "k" not in idata.posterior:
         raise LcbayesError("the posterior has no variable 'k' (not reversible jump output)")
     ks = idata.posterior["k"].transpose("chain", "draw").values.astype(int)
-    values = np.arange(ks.min(), ks.max() + 1)
+    shares = k_shares(idata)
+    values, total = np.array(list(shares)), np.array(list(shares.values()))
     fig = Figure(figsize=(11, 3.4), layout="constrained")
     ax_bar, ax_trace = fig.subplots(1, 2, width_ratios=[1, 2])
-    total = (ks.ravel()[:, None] == values).mean(axis=0)
     ax_bar.bar(values, total, color="tab:blue", alpha=0.7, edgecolor="black")
     for c, chain in enumerate(ks):
         freq = (chain[:, None] == values).mean(axis=0)
@@ -124,10 +131,11 @@ def plot_posterior_k(idata: az.InferenceData) -> Figure:
 
 def plot_class_profiles(idata: az.InferenceData) -> Figure:
     """Per item, the posterior mean (bars) and 90% interval of ``P(item = category | class)``
-    for every class, labelled with the class weight."""
+    for every class, labelled with its ``class`` coordinate and weight (``class 1 (0.52)``)."""
     thetas = theta_names(idata)
     post = idata.posterior
     weights = post["class_weights"].mean(("chain", "draw")).values
+    classes = post["class"].values
     n_classes = len(weights)
     ncol = min(len(thetas), 4)
     nrow = math.ceil(len(thetas) / ncol)
@@ -143,7 +151,7 @@ def plot_class_profiles(idata: az.InferenceData) -> Figure:
         for j in range(n_classes):
             xs = x + (j - (n_classes - 1) / 2) * width
             ax.bar(xs, mean[j], width, color=f"C{j}", alpha=0.8,
-                   label=f"class {j} ({weights[j]:.2f})")
+                   label=f"class {classes[j]} ({weights[j]:.2f})")
             ax.errorbar(xs, mean[j], yerr=[mean[j] - low[j], high[j] - mean[j]], fmt="none",
                         ecolor="0.2", capsize=2, lw=1)
         ax.set_xticks(x, [str(v) for v in var[var.dims[3]].values], fontsize=8)

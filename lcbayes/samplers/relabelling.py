@@ -67,9 +67,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from ..errors import LcbayesError
+from ..render import plural
 from ..validation import check_choice
 from .idata import arviz, as_inference_data, item_columns, select_draws
 
@@ -137,11 +137,11 @@ class Relabelled:
             if self.pivot is not None else ""
         return "\n".join([
             f"Relabelled by {self.method}{where}: {d['chains']} chains x {d['draws']} draws, "
-            f"{self.n_classes} classes{pivot}",
+            f"{plural(self.n_classes, 'class', 'classes')}{pivot}",
             f"draws permuted: {self.fraction_permuted:.1%}; iterations: {self.iterations}; "
             f"{self.seconds:.2f} s",
             "posterior mean class weights: "
-            + ", ".join(f"{j}: {w:.3f}" for j, w in enumerate(d["class_weights"])),
+            + ", ".join(f"{j}: {w:.3f}" for j, w in enumerate(d["class_weights"], start=1)),
         ])
 
     def __repr__(self) -> str:
@@ -202,6 +202,7 @@ def _allocations(weights: np.ndarray, thetas: list[np.ndarray], y: np.ndarray
 
 def _assign(cost: np.ndarray) -> np.ndarray:
     """Per draw, the permutation ``nu`` minimising ``sum_j cost[s, j, nu[j]]``."""
+    from scipy.optimize import linear_sum_assignment  # on first use: the CLI starts faster
     return np.stack([linear_sum_assignment(c)[1] for c in cost])
 
 

@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Callable
 from functools import partial
 
@@ -108,8 +109,8 @@ from .gibbs import (
     log_joint_parts,
     sweeps,
 )
-from .idata import as_inference_data, lc_inference_data
-from .results import RJMCMCResult
+from .idata import as_inference_data, k_shares, lc_inference_data
+from .results import KMixingWarning, RJMCMCResult
 from .rjmcmc_moves import Hyper, log_prior_k, sweep
 
 __all__ = ["MOVES", "RJMCMCResult", "posterior_k", "rjmcmc"]
@@ -217,6 +218,12 @@ def rjmcmc(data, *, max_classes: int = 10, draws: int = 10_000, warmup: int = 2_
         after them); ``sample_stats`` add ``proposed`` and ``accepted`` counts per move type
         (:data:`MOVES`) since the previous draw; ``posterior.attrs`` hold ``acceptance_json``
         (rate per move) and ``posterior_k_json``.
+
+    Warns:
+        KMixingWarning: when the chains did not mix between numbers of classes (R-hat of
+            ``k`` above 1.05 or its bulk ESS below 100) or the posterior of ``K`` reaches
+            ``max_classes`` (:class:`~lcbayes.samplers.results.KMixing`); the message says
+            what to rerun.
     """
     start = time.perf_counter()
     data = as_dataset(data)
@@ -247,12 +254,14 @@ def rjmcmc(data, *, max_classes: int = 10, draws: int = 10_000, warmup: int = 2_
         stats={"proposed": (("move",), proposed), "accepted": (("move",), accepted)},
         stat_coords={"move": list(MOVES)},
         attrs={"engine": "rjmcmc", **counts, "seed": json_value(settings["seed"]),
-               "prior_k_json": json.dumps(settings["prior_k"]),
+               "prior": settings["prior"], "prior_k_json": json.dumps(settings["prior_k"]),
                "acceptance_json": json.dumps(acceptance)})
     result = RJMCMCResult(idata=idata, structure=structure, settings=settings,
                           seconds=time.perf_counter() - start)
     idata.posterior.attrs["posterior_k_json"] = json.dumps(result.posterior_k)
     idata.posterior.attrs["seconds"] = result.seconds
+    if warning := result.mixing_warning():
+        warnings.warn(warning, KMixingWarning, stacklevel=2)
     return result
 
 
@@ -264,7 +273,4 @@ def posterior_k(draws) -> dict[int, float]:
     if "posterior" not in idata.groups() or "k" not in idata.posterior:
         raise LcbayesError("posterior_k needs the result of lcbayes.rjmcmc (a posterior with a "
                            "'k' variable)")
-    k = np.asarray(idata.posterior["k"]).ravel()
-    top = int(idata.posterior.attrs.get("max_classes", k.max()))
-    shares = np.bincount(k, minlength=top + 1)[1:top + 1] / k.size
-    return {K: float(v) for K, v in enumerate(shares, start=1)}
+    return k_shares(idata)

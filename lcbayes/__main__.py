@@ -1,0 +1,7 @@
+"""``python -m lcbayes``: the ``lcbayes`` command (:mod:`lcbayes.cli`)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
