@@ -15,7 +15,7 @@ sweep on a 1 GHz Pentium III; target here < 300 s), the MH acceptance rate per s
 (Beal Fig. 6c) and, with ``--vb``, how many AIS estimates fall below the VBEM bound (Table 3).
 
 **Part 2 (accuracy).** Small LC, HLC and DAG problems whose exact evidence is computable:
-``--repeats`` independent AIS runs of 16 chains per kernel (``mh``, ``gibbs``) and schedule
+``--repeats`` independent AIS runs of 16 chains per kernel (``rw``, ``mh``, ``gibbs``) and schedule
 length, run as one call of ``16 * repeats`` i.i.d. chains split into groups. Prints the mean
 stated stderr, the root mean square error against the exact value, the coverage of the nominal
 95% interval, the seconds per run and the efficiency ``RMSE^2 x seconds`` (lower is better; it
@@ -38,7 +38,7 @@ import lcbayes as lcb
 from beal import ghahramani as bg
 from beal import study as study_module
 from beal.tied_ais import tied_runner
-from lcbayes.engines.ais import DEFAULT_CONCENTRATION
+from lcbayes.engines.ais import DEFAULT_CONCENTRATION, KERNELS
 from lcbayes.engines.annealing import beal_schedule, weight_statistics
 from lcbayes.params import prior_tables
 
@@ -127,7 +127,7 @@ def accuracy_part(repeats: int, schedules, seed: int) -> None:
               f"{'cover95':>7} {'s/run':>7} {'RMSE^2*s':>9}")
     print(header)
     for name, structure, data, exact in _cases():
-        for kernel in ("mh", "gibbs"):
+        for kernel in KERNELS:
             for temperatures in schedules:
                 lcb.ais(structure, data, chains=16 * repeats, temperatures=temperatures,
                         seed=seed, kernel=kernel)  # compile

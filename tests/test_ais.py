@@ -84,7 +84,7 @@ def _run(name, kernel, seed):
                    kernel=kernel)
 
 
-@pytest.mark.parametrize("kernel", ["mh", "gibbs"])
+@pytest.mark.parametrize("kernel", ["rw", "mh", "gibbs"])
 def test_ais_agrees_with_exact_evidence(case, kernel):
     name, _, _, exact = case
     res = _run(name, kernel, 1)
@@ -125,7 +125,7 @@ def test_nominal_intervals_cover_the_exact_value():
 
 def test_same_seed_same_numbers_and_seeds_differ():
     _, structure, data, _ = _case("lc")
-    a = _run("lc", "mh", 1)
+    a = _run("lc", "rw", 1)  # the default kernel
     b, c = (lcb.ais(structure, data, chains=CHAINS, temperatures=TEMPERATURES, seed=seed)
             for seed in (1, 2))
     np.testing.assert_array_equal(a.log_weights, b.log_weights)

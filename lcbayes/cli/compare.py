@@ -15,6 +15,7 @@ from pathlib import Path
 from ..comparison import compare, default_methods, selectable_methods
 from ..comparison.table import Comparison
 from ..constructors import latent_class
+from ..engines.ais import KERNELS
 from ..engines.em import em
 from ..engines.vbem import vbem
 from .common import (
@@ -65,7 +66,7 @@ def add_parser(sub) -> None:
                      help=f"AIS chains (default {default(compare, 'ais_chains')})")
     cmp.add_argument("--temperatures", type=int, default=None,
                      help=f"AIS temperatures (default {default(compare, 'ais_temperatures')})")
-    cmp.add_argument("--kernel", default=None, choices=["mh", "gibbs"],
+    cmp.add_argument("--kernel", default=None, choices=KERNELS,
                      help=f"AIS transition kernel (default {default(compare, 'ais_kernel')})")
     cmp.add_argument("--target-stderr", type=_stderr_target, default=None,
                      help=f"AIS runs groups of --chains chains until its standard error is at "

@@ -22,7 +22,7 @@ import time
 
 from ..constructors import latent_class
 from ..dimension import effective_dimension
-from ..engines.ais import ais
+from ..engines.ais import KERNELS, ais
 from ..engines.em import em
 from ..engines.exact import exact_evidence
 from ..engines.vbem import vbem
@@ -85,7 +85,7 @@ def add_parser(sub) -> None:
                      help=f"ais: annealing steps (default {default(ais, 'temperatures')})")
     fit.add_argument("--schedule", default=None, choices=["beal", "geometric", "linear"],
                      help=f"ais: temperature schedule (default {default(ais, 'schedule')})")
-    fit.add_argument("--kernel", default=None, choices=["mh", "gibbs"],
+    fit.add_argument("--kernel", default=None, choices=KERNELS,
                      help=f"ais: transition kernel (default {default(ais, 'kernel')})")
     fit.add_argument("--target-stderr", type=float, default=None,
                      help="ais: run groups of --chains chains until the standard error is at "

@@ -21,7 +21,7 @@ from typing import Literal
 import pandas as pd
 
 from ..data import Dataset
-from ..engines.ais import ais
+from ..engines.ais import KERNELS, ais
 from ..engines.em import em
 from ..errors import LcbayesError, TooLargeError
 from ..progress import new_bar
@@ -65,7 +65,7 @@ def compare(
     restarts: int = _EM["restarts"].default,
     ais_chains: int = _AIS["chains"].default,
     ais_temperatures: int = _AIS["temperatures"].default,
-    ais_kernel: Literal["mh", "gibbs"] = _AIS["kernel"].default,
+    ais_kernel: Literal["rw", "mh", "gibbs"] = _AIS["kernel"].default,
     ais_target_stderr: float | None = AIS_TARGET_STDERR,
     ais_max_chains: int | None = None,
     exact: bool | Literal["auto"] = "auto",
@@ -126,8 +126,9 @@ def compare(
                                    "ais_max_chains", ais_chains)
     elif ais_max_chains is not None:
         raise LcbayesError("ais_max_chains needs ais_target_stderr")
-    if ais_kernel not in ("mh", "gibbs"):
-        raise LcbayesError(f"ais_kernel must be 'mh' or 'gibbs', got {ais_kernel!r}")
+    if ais_kernel not in KERNELS:
+        raise LcbayesError(f"ais_kernel must be one of {', '.join(map(repr, KERNELS))}, got "
+                           f"{ais_kernel!r}")
     names, structures = candidate_list(data, candidates, classes)
     data = structures[0].check_data(data)
     needed = _needed(methods, exact)

@@ -4,8 +4,8 @@ Beal & Ghahramani (2006) §3.6, Algorithm 3.1: chains start from exact prior dra
 through ``f_k(theta) = p(theta) p(y | theta)^tau_k`` (eq. 63); after the transition at
 ``tau_{k-1}`` each chain adds ``(tau_k - tau_{k-1}) ln p(y | theta)`` to its log weight, and
 ``ln Z_hat = logsumexp_c ln w_c - ln C`` (:mod:`lcbayes.engines.annealing` states the
-estimator and its standard error). No transition is ever run at ``tau = 1``. Two transition
-kernels:
+estimator and its standard error). No transition is ever run at ``tau = 1``. Three transition
+kernels (:data:`KERNELS`):
 
 ``kernel="mh"`` (Beal's kernel): one Metropolis-Hastings sweep per temperature, hidden variables
 summed out exactly by the inference core; the sweep proposes every node's CPTs in turn
@@ -23,6 +23,18 @@ advance, never from the chains, so the sampler stays exactly unbiased for ``Z``.
 keeps proposal shapes away from zero (Dirichlet shapes ``<< 1`` underflow); the Hastings ratio
 uses the same ``a(.)`` both ways, so it changes efficiency, not validity. Draws are made as log
 gammas, so no probability underflows to 0.
+
+``kernel="rw"`` (the default) is the same sweep with a Gaussian random walk in softmax
+coordinates: every log entry moves by ``sigma_k eps`` (``eps ~ N(0, 1)``, ``sigma_k = RW_SCALE /
+sqrt(alpha_k)``) and each CPT row is renormalised. In the additive log-ratio coordinates
+``y_r = ln theta_r - ln theta_R`` the step ``sigma_k (eps_r - eps_R)`` does not depend on the
+current row, so the proposal is symmetric, and the tempered target there is ``f_k`` times the
+Jacobian ``prod_r theta_r``; a row with Dirichlet(lambda) prior then contributes
+``sum_r lambda_r (ln theta'_r - ln theta_r)`` to the log acceptance ratio besides
+``tau (ln p(y | theta') - ln p(y | theta))``. No gamma draws: about 4-5 times faster per
+step than ``"mh"``, and on carcinoma LC(3) a larger effective number of chains (22-29 of 64
+against 17), with nominal 95% intervals covering the exact value 94% of the time
+(``tests/test_ais.py``).
 
 ``kernel="gibbs"`` anneals the complete-data likelihood instead (module
 :mod:`lcbayes.inference.completion`): ``f_k(theta, s) = p(theta) p(s | theta)
@@ -73,13 +85,16 @@ from .annealing import AISResult, make_schedule, weight_statistics
 from .gamma_sampler import log_dirichlet_flat
 from .run_record import start_engine
 
-__all__ = ["DEFAULT_CONCENTRATION", "FLOOR", "MAX_GIBBS_STATES", "AISProblem", "ais", "anneal",
-           "make_problem"]
+__all__ = ["DEFAULT_CONCENTRATION", "FLOOR", "KERNELS", "MAX_GIBBS_STATES", "RW_SCALE",
+           "AISProblem", "ais", "anneal", "make_problem"]
 
 #: Default ``(c0, c1)`` of the MH proposal strength ``alpha_k = c0 + c1 n tau_{k-1}``.
 DEFAULT_CONCENTRATION = (2.0, 0.5)
 #: Added to every Dirichlet proposal shape (module docstring).
 FLOOR = 0.05
+#: Random-walk step ``RW_SCALE / sqrt(c0 + c1 n tau)`` per log entry (``kernel="rw"``; chosen
+#: on carcinoma LC(3): 1.0 gives an ESS of 4-6 of 64 chains, 2.0-4.5 gives 21-29).
+RW_SCALE = 3.0
 #: Largest number of joint hidden states the Gibbs kernel enumerates.
 MAX_GIBBS_STATES = 4096
 #: Checkpoints of the running log weights kept in ``AISResult.trace``.
@@ -168,10 +183,7 @@ def _blocks(structure: Structure, blocks: str) -> np.ndarray:
 
 
 def _mh_step(structure, problem: AISProblem, state: _MHState, key, tau, blocks: str):
-    """One MH sweep targeting ``f_tau`` (eq. 67): every block of nodes (:func:`_blocks`) in
-    turn proposes new CPTs and is accepted or rejected on its own. All proposals are drawn
-    first (each depends only on its own block's current tables). Returns (state, fraction of
-    blocks accepted, ln p(y | theta))."""
+    """One MH sweep targeting ``f_tau`` (eq. 67) with Dirichlet proposals (:func:`_sweep`)."""
     k_prop, k_accept = jax.random.split(key)
     strength = problem.strength[0] + problem.strength[1] * tau
     forward = _shapes(state.log_x, strength)
@@ -179,10 +191,32 @@ def _mh_step(structure, problem: AISProblem, state: _MHState, key, tau, blocks: 
     log_q = (_log_proposal(structure, state.log_x, _shapes(proposal, strength), problem.tying)
              - _log_proposal(structure, proposal, forward, problem.tying))  # backward - forward
     gain = _log_prior(structure, proposal, problem.priors, problem.tying) - state.log_prior + log_q
+    return _sweep(structure, problem, state, proposal, gain, k_accept, tau, blocks)
+
+
+def _rw_step(structure, problem: AISProblem, state: _MHState, key, tau, blocks: str):
+    """One MH sweep targeting ``f_tau`` with Gaussian random-walk proposals in softmax
+    coordinates (module docstring, ``kernel="rw"``; :func:`_sweep`)."""
+    k_prop, k_accept = jax.random.split(key)
+    sigma = RW_SCALE / jnp.sqrt(problem.strength[0] + problem.strength[1] * tau)
+    noise = jax.random.normal(k_prop, state.log_x.shape)
+    proposal = tie(flat.log_normalise(state.log_x + sigma * noise, structure.table_shapes),
+                   problem.tying)
+    gain = _per_node(structure, problem.priors * (proposal - state.log_x), None, problem.tying)
+    return _sweep(structure, problem, state, proposal, gain, k_accept, tau, blocks)
+
+
+def _sweep(structure, problem: AISProblem, state: _MHState, proposal, gain, key, tau,
+           blocks: str):
+    """Every block of nodes (:func:`_blocks`) in turn takes its part of ``proposal`` or keeps
+    its tables, accepted with probability ``min(1, exp(tau * (loglik gain) + block's gain))``
+    (``gain``: per node, the log prior and proposal ratio). All proposals are drawn first (each
+    depends only on its own block's current tables). Returns (state, fraction of blocks
+    accepted, ln p(y | theta))."""
     member = _blocks(structure, blocks)
     member_entries = jnp.asarray(member[:, flat.entry_nodes(structure.table_shapes)])
     member = jnp.asarray(member)
-    log_u = jnp.log(jax.random.uniform(k_accept, (member.shape[0],)))
+    log_u = jnp.log(jax.random.uniform(key, (member.shape[0],)))
 
     def block_update(b, carry):
         log_x, loglik, accepted = carry
@@ -221,7 +255,10 @@ def _gibbs_step(structure, problem: AISProblem, state: _GibbsState, key, tau, bl
     return new, jnp.asarray(True), new.log_seen
 
 
-_KERNELS = {"mh": (_mh_init, _mh_step), "gibbs": (_gibbs_init, _gibbs_step)}
+_KERNELS = {"rw": (_mh_init, _rw_step), "mh": (_mh_init, _mh_step),
+            "gibbs": (_gibbs_init, _gibbs_step)}
+#: The transition kernels of :func:`ais`, the default first.
+KERNELS = tuple(_KERNELS)
 
 
 def anneal(structure: Structure, kernel: str, blocks: str, chains: int, progress: bool,
@@ -316,7 +353,7 @@ def ais(
     schedule: str | np.ndarray = "beal",
     seed: Seed = 0,
     prior: PriorSpec = "dirichlet",
-    kernel: Literal["mh", "gibbs"] = "mh",
+    kernel: Literal["rw", "mh", "gibbs"] = "rw",
     blocks: Literal["node", "joint"] = "node",
     concentration: tuple[float, float] | None = None,
     target_stderr: float | None = None,
@@ -337,12 +374,14 @@ def ais(
             numbers.
         prior: Dirichlet pseudo-counts (``"dirichlet"`` = 1 everywhere, a number or
             ``{node: pseudo-counts}``).
-        kernel: ``"mh"`` (Dirichlet-proposal Metropolis-Hastings, Beal's) or ``"gibbs"``
+        kernel: ``"rw"`` (random-walk Metropolis-Hastings in softmax coordinates, the
+            default), ``"mh"`` (Dirichlet-proposal Metropolis-Hastings, Beal's) or ``"gibbs"``
             (complete-data annealing); see the module docstring.
         blocks: ``"node"`` (each node's tables proposed and accepted on their own) or
-            ``"joint"`` (all at once, as in the paper); MH kernel only.
+            ``"joint"`` (all at once, as in the paper); MH kernels only.
         concentration: ``(c0, c1)`` of the MH proposal strength ``c0 + c1 n tau``
-            (default :data:`DEFAULT_CONCENTRATION`).
+            (default :data:`DEFAULT_CONCENTRATION`); the ``"rw"`` step is
+            ``RW_SCALE / sqrt(c0 + c1 n tau)``.
         target_stderr: if given, run ``chains`` chains at a time until the standard error of
             all chains so far is at most ``target_stderr`` or ``max_chains`` chains have run.
             Chains are independent, so the groups pool into one estimate (the first group is
@@ -382,9 +421,10 @@ def ais(
     if target_stderr is not None:
         settings.update(target_stderr=float(target_stderr), max_chains=limit,
                         chains_per_group=chains)
-    if kernel == "mh":
-        settings.update(blocks=blocks, concentration=[c0, c1], floor=FLOOR,
-                        n_observed_rows=data.n_observed_rows)
+    if kernel != "gibbs":
+        settings.update(blocks=blocks, concentration=[c0, c1],
+                        n_observed_rows=data.n_observed_rows,
+                        **({"floor": FLOOR} if kernel == "mh" else {"scale": RW_SCALE}))
     return AISResult.from_weights(
         trace[-1],
         trace=trace[checkpoints].T,
