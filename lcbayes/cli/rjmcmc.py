@@ -11,7 +11,8 @@ or with ``--json`` one object (:func:`rjmcmc_summary`): ``posterior_k`` and ``pr
 ``modal_k``, ``acceptance`` (``{move: rate}``, ``null`` for a move never proposed) and
 ``proposed`` (``{move: count}``), ``k_diagnostics`` (R-hat and ESS of the trace of ``k``),
 ``k_mixing`` (:meth:`lcbayes.samplers.results.KMixing.to_dict`: ``r_hat``, ``ess_bulk``,
-``split``, ``merge``, ``mixed``, ``suggested_draws`` and ``warning``), ``diagnostics`` (R-hat/ESS
+``split``, ``merge``, ``mixed``, ``suggested_draws``, ``ceiling_share``, ``ceiling_rising``,
+``at_ceiling`` and ``warning``), ``diagnostics`` (R-hat/ESS
 summary after relabelling on ``modal_k``: ``max_rhat``, ``min_ess_bulk``, ``flagged`` and the
 table ``summary``, classes numbered from 1), ``relabelling``, ``seconds``, ``sampler_seconds``,
 ``n_rows``, ``n_patterns``, ``columns``, ``seed``, ``draws``, ``warmup``, ``chains``, ``thin``,
@@ -21,7 +22,8 @@ figures, versions) as one self-contained HTML file, ``--markdown`` as Markdown w
 Warnings go to stderr, each once: the R-hat flag (the worst parameters and a count) and, when
 the chains did not move between numbers of classes, one line with the R-hat and ESS of ``k``,
 the split/merge acceptance, a ``--draws`` to rerun with and the ``lcbayes compare`` command
-that needs no mixing (:class:`~lcbayes.samplers.results.KMixing`).
+that needs no mixing, and, when the posterior of ``K`` is still rising at ``--max-classes``, a
+larger bound to rerun with (:class:`~lcbayes.samplers.results.KMixing`).
 """
 
 from __future__ import annotations
