@@ -7,6 +7,7 @@ reused.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -165,6 +166,15 @@ def test_geometric_and_explicit_schedules():
     assert tau[0] == 0 and tau[1] == pytest.approx(1e-4) and tau[-1] == 1
     np.testing.assert_allclose(np.diff(np.log(tau[1:])), np.log(1e4) / 9)
     np.testing.assert_array_equal(make_schedule([0, 0.5, 1], 99), [0, 0.5, 1])
+
+
+def test_a_run_carried_by_few_chains_says_so():
+    res = _run("lc", "rw", 1)
+    few = dataclasses.replace(res, ess=0.24 * res.chains)
+    enough = dataclasses.replace(res, ess=0.25 * res.chains)
+    assert few.low_ess and not enough.low_ess
+    assert "warning: ESS 15.4 of 64 chains is below 25%" in few.summary()
+    assert "warning" not in enough.summary()
 
 
 def test_weight_statistics_of_known_weights():

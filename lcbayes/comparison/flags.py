@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engines.annealing import LOW_ESS_FRACTION
 from ..engines.em_result import EMResult
 from ..render import plural
 from .registry import Flag, register_flag
@@ -50,7 +51,7 @@ __all__ = ["AIS_BELOW_VBEM", "AIS_BELOW_VBEM_SE", "AIS_LOW_ESS", "AIS_MIN_ESS_FR
 #: AIS standard errors.
 AIS_BELOW_VBEM_SE = 3.0
 #: ``ais_low_ess`` fires when the AIS effective sample size is below this fraction of the chains.
-AIS_MIN_ESS_FRACTION = 0.25
+AIS_MIN_ESS_FRACTION = LOW_ESS_FRACTION
 #: ``ais_off_exact`` fires when AIS misses the exact evidence by more than this many standard
 #: errors.
 AIS_OFF_EXACT_SE = 3.0
@@ -84,7 +85,7 @@ def _ais_below_vbem(comp, i: int) -> str | None:
 
 def _ais_low_ess(comp, i: int) -> str | None:
     result = comp.ais[i]
-    if result is not None and result.ess < AIS_MIN_ESS_FRACTION * result.chains:
+    if result is not None and result.low_ess:
         return f"AIS ESS {result.ess:.1f} of {plural(result.chains, 'chain')}"
     return None
 

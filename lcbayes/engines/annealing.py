@@ -32,6 +32,7 @@ from ..errors import LcbayesError
 from ..render import json_value, plural
 
 __all__ = [
+    "LOW_ESS_FRACTION",
     "AISResult",
     "beal_schedule",
     "geometric_schedule",
@@ -41,6 +42,10 @@ __all__ = [
 
 #: Bootstrap resamples behind ``stderr_bootstrap``.
 BOOTSTRAP_RESAMPLES = 1000
+
+#: An AIS run whose effective number of chains is below this fraction of its chains is flagged
+#: (:attr:`AISResult.low_ess`; ``compare``'s ``ais_low_ess``).
+LOW_ESS_FRACTION = 0.25
 
 
 def beal_schedule(temperatures: int, e: float = 0.2) -> np.ndarray:
@@ -155,6 +160,12 @@ class AISResult:
         z = float(norm.ppf(0.5 + level / 2))
         return self.log_evidence - z * self.stderr, self.log_evidence + z * self.stderr
 
+    @property
+    def low_ess(self) -> bool:
+        """The effective number of chains is below :data:`LOW_ESS_FRACTION` of the chains: a
+        few chains carry the estimate and its standard error is unreliable."""
+        return bool(self.ess < LOW_ESS_FRACTION * self.chains)
+
     def to_dict(self) -> dict:
         """JSON-ready dictionary (arrays as lists); :meth:`from_dict` reads it back."""
         return json_value({"method": "ais", **asdict(self)})
@@ -185,7 +196,11 @@ class AISResult:
                 f"+/- {self.stderr:.4f} (bootstrap {self.stderr_bootstrap:.4f})\n"
                 f"  {plural(self.chains, 'chain')} x {plural(self.temperatures, 'temperature')} "
                 f"({self.schedule} schedule, {self.kernel} kernel), ESS {self.ess:.1f}\n"
-                f"  acceptance by quarter [{quarters}], {self.seconds:.2f} s")
+                f"  acceptance by quarter [{quarters}], {self.seconds:.2f} s"
+                + (f"\n  warning: ESS {self.ess:.1f} of {plural(self.chains, 'chain')} is below "
+                   f"{LOW_ESS_FRACTION:.0%}: a few chains carry the estimate and its standard "
+                   f"error is unreliable; run more chains (target_stderr) or temperatures"
+                   if self.low_ess else ""))
 
     def __repr__(self) -> str:
         return (f"AISResult(log_evidence={self.log_evidence:.4f}, stderr={self.stderr:.4f}, "
