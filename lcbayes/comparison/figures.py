@@ -15,17 +15,25 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch
 from scipy.special import logsumexp
 
 from ..render import fmt, png
 from . import registry
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from .table import Comparison
 
 __all__ = ["CAPTIONS", "figure_pngs", "figures", "posterior_figure", "visible_range"]
+
+
+def _figure(**kwargs) -> Figure:
+    """A matplotlib figure (no pyplot); matplotlib loads on the first one, so printing a
+    comparison never imports it."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
 
 
 def _styles() -> dict[str, tuple[str, str, str]]:
@@ -72,7 +80,7 @@ def _mark_off_scale(ax, x: np.ndarray, names, values: np.ndarray, off: list[int]
 def _scores_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
     styles = _styles()
     cols = [c for c in styles if c in frame and np.isfinite(frame[c].astype(float)).any()]
-    fig = Figure(figsize=(11, 4.8), layout="constrained")
+    fig = _figure(figsize=(11, 4.8), layout="constrained")
     ax_abs, ax_rel = fig.subplots(1, 2)
     order = np.argsort(frame["n_parameters"].to_numpy(), kind="stable")
     x = frame["n_parameters"].to_numpy()[order]
@@ -108,7 +116,7 @@ def _scores_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
 def posterior_figure(frame: pd.DataFrame) -> Figure:
     """Bars of ``posterior_prob`` per candidate (coloured by ``evidence_method``) with the
     ``posterior_low``-``posterior_high`` interval; each value is written above its interval."""
-    fig = Figure(figsize=(max(4.5, 1.1 * len(frame) + 2), 3.9), layout="constrained")
+    fig = _figure(figsize=(max(4.5, 1.1 * len(frame) + 2), 3.9), layout="constrained")
     ax = fig.subplots()
     prob = frame["posterior_prob"].to_numpy(dtype=float)
     x = np.arange(len(frame))
@@ -127,6 +135,8 @@ def posterior_figure(frame: pd.DataFrame) -> Figure:
     ax.set_yticks(np.linspace(0, 1, 6))
     ax.set_ylabel("p(m | y), uniform prior")
     used = [m for m in ("exact", "ais", "vbem") if (frame["evidence_method"] == m).any()]
+    from matplotlib.patches import Patch
+
     handles = [Patch(facecolor=colours[m], alpha=0.75, edgecolor="black") for m in used]
     fig.legend(handles, [f"from {m}" for m in used], fontsize=8, loc="outside lower center",
                ncols=len(used))
@@ -154,7 +164,7 @@ def _profiles_figure(comp: Comparison, i: int, fit) -> Figure:
              for c in (range(1, 2) if s.cardinalities[j] == 2 else range(s.cardinalities[j]))]
     k_count = s.n_classes
     width = 0.8 / k_count
-    fig = Figure(figsize=(min(16.0, max(6.0, 0.22 * len(slots) * (k_count + 1) + 2)), 4.2),
+    fig = _figure(figsize=(min(16.0, max(6.0, 0.22 * len(slots) * (k_count + 1) + 2)), 4.2),
                  layout="constrained")
     ax = fig.subplots()
     x = np.arange(len(slots))
@@ -181,7 +191,7 @@ def _ais_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
     runs = [(i, r) for i, r in enumerate(comp.ais) if r is not None]
     ncol = min(len(runs), 5)
     nrow = math.ceil(len(runs) / ncol)
-    fig = Figure(figsize=(3.2 * ncol, 5.6 * nrow), layout="constrained")
+    fig = _figure(figsize=(3.2 * ncol, 5.6 * nrow), layout="constrained")
     axes = np.asarray(fig.subplots(2 * nrow, ncol, squeeze=False))
     for slot in range(nrow * ncol):
         top, bottom = axes[2 * (slot // ncol), slot % ncol], axes[2 * (slot // ncol) + 1,
@@ -230,7 +240,7 @@ def _ais_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
 
 def _acceptance_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
     runs = [(i, r) for i, r in enumerate(comp.ais) if r is not None]
-    fig = Figure(figsize=(max(4.5, 1.3 * len(runs) + 2), 3.2), layout="constrained")
+    fig = _figure(figsize=(max(4.5, 1.3 * len(runs) + 2), 3.2), layout="constrained")
     ax = fig.subplots()
     quarters = max(len(r.acceptance) for _, r in runs)
     width = 0.8 / quarters

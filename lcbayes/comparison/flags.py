@@ -166,7 +166,7 @@ def singular_reasons(fit: EMResult, previous: EMResult | None = None,
         dims: ``(d_e(K - 1), d_e(K))``, the effective dimensions for its degrees of freedom
             (default: the standard dimensions).
     """
-    from scipy.stats import chi2  # scipy.stats takes a second to import: only when needed
+    from scipy.special import chdtrc, chdtri  # chi-square tails (scipy.stats is slow to load)
 
     s = fit.structure
     if s.kind != "latent_class" or s.n_classes < 2:
@@ -189,20 +189,20 @@ def singular_reasons(fit: EMResult, previous: EMResult | None = None,
                 counts = np.asarray(fit.expected_counts[item], dtype=np.float64)
                 x, k = _pearson(counts[[a, b]])
                 stat, df = stat + x, df + k
-            if df > 0 and stat < chi2.ppf(1.0 - SINGULAR_LEVEL, df):
+            if df > 0 and stat < chdtri(df, SINGULAR_LEVEL):
                 reasons.append(f"classes {a + 1} and {b + 1} do not differ (Pearson "
                                f"chi-square {stat:.2f} on {df} df, p = "
-                               f"{chi2.sf(stat, df):.2f})")
+                               f"{chdtrc(df, stat):.2f})")
     if previous is not None:
         d_prev, d_this = dims if dims is not None else (previous.n_parameters,
                                                         fit.n_parameters)
         df = max(int(d_this) - int(d_prev), 1)
         lr = 2.0 * (fit.loglik - previous.loglik)
-        if lr < chi2.ppf(1.0 - SINGULAR_LEVEL, df):
+        if lr < chdtri(df, SINGULAR_LEVEL):
             reasons.append(f"no significant gain over "
                            f"{plural(s.n_classes - 1, 'class', 'classes')} "
                            f"(2 x gain = {lr:.2f}, below the {1 - SINGULAR_LEVEL:.0%} "
-                           f"quantile {chi2.ppf(1.0 - SINGULAR_LEVEL, df):.2f} of "
+                           f"quantile {chdtri(df, SINGULAR_LEVEL):.2f} of "
                            f"chi-square({df}))")
     return reasons
 

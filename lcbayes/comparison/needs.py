@@ -6,6 +6,11 @@ one maximum-likelihood EM fit, VBEM, AIS.
   no result and a note (or stops the comparison when ``exact=True``).
 * ``effective_dimension``: :func:`lcbayes.effective_dimension` (seed 0), for ``d_e``.
 * ``em``: :func:`lcbayes.em`, ``restarts`` starts with ``seed``; provides ``loglik``.
+
+EM, VBEM and AIS (``"rw"`` kernel) run latent class candidates with ``pad_classes`` (the
+largest number of classes among them, :mod:`lcbayes.engines.padding`), so each compiles once
+for all of them.
+
 * ``vbem``: :func:`lcbayes.vbem`, the better of ``restarts`` prior-draw starts and, when the EM
   fit exists, one run started from it (so ``elbo >= cs``, Beal & Ghahramani Corollary 6.2).
 * ``ais``: :func:`lcbayes.ais` with ``ais_chains``, ``ais_temperatures``, ``ais_kernel``,
@@ -57,16 +62,23 @@ def _effective_dimension(structure, data, settings, fits):
     return effective_dimension(structure)
 
 
+def _padding(structure, settings) -> dict:
+    """``pad_classes`` for the engines when the comparison pads latent class models."""
+    pad = settings.get("pad_classes")
+    return {} if pad is None or structure.kind != "latent_class" else {"pad_classes": pad}
+
+
 def _em(structure, data, settings, fits):
     return em(structure, data, restarts=settings["restarts"], seed=settings["seed"],
-              **settings["iter_args"])
+              **settings["iter_args"], **_padding(structure, settings))
 
 
 def _vbem(structure, data, settings, fits):
+    pad = _padding(structure, settings)
     best = vbem(structure, data, restarts=settings["restarts"], seed=settings["seed"],
-                **settings["iter_args"])
+                **settings["iter_args"], **pad)
     if fits.get("em") is not None:  # Corollary 6.2: started from the EM fit, F >= CS
-        from_fit = vbem(structure, data, init=fits["em"], **settings["iter_args"])
+        from_fit = vbem(structure, data, init=fits["em"], **settings["iter_args"], **pad)
         if from_fit.elbo > best.elbo:
             best = from_fit
     return best
@@ -76,7 +88,8 @@ def _ais(structure, data, settings, fits):
     return ais(structure, data, chains=settings["ais_chains"],
                temperatures=settings["ais_temperatures"], seed=settings["seed"],
                kernel=settings["ais_kernel"], target_stderr=settings["ais_target_stderr"],
-               max_chains=settings["ais_max_chains"], progress=settings["progress"])
+               max_chains=settings["ais_max_chains"], progress=settings["progress"],
+               **(_padding(structure, settings) if settings["ais_kernel"] == "rw" else {}))
 
 
 register_need(Need("exact", "exact", _exact, too_large=True))

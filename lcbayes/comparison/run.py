@@ -5,17 +5,20 @@ The run is: check the arguments and the candidates (:mod:`.candidates`); from th
 methods (:mod:`.registry`) find the engine runs they need (:mod:`.needs`); run those on every
 candidate in registration order (the exact evidence first, then the effective dimension, EM,
 VBEM, AIS), each with the same ``seed``, so any row can be reproduced by calling the engine
-directly; record settings, seeds, seconds and versions. Candidates of one shape would share a
-compiled program (engines compile once per structure shape and reuse it); the structures of one
-comparison differ, so each compiles its own.
+directly; record settings, seeds, seconds and versions. Engines compile once per structure
+shape; latent class candidates of different sizes share one program per engine by running
+inside the largest (``pad_classes``, :mod:`lcbayes.engines.padding`), recorded in the settings:
+the same numbers up to rounding, a fraction of the compilation.
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 import pandas as pd
@@ -72,6 +75,7 @@ def compare(
     max_terms: float = EXACT_MAX_TERMS,
     max_iter: int | None = None,
     progress: bool | None = None,
+    workers: int | None = None,
 ) -> Comparison:
     """Score every candidate structure by every requested method.
 
@@ -101,8 +105,11 @@ def compare(
             requires it (:class:`~lcbayes.TooLargeError` otherwise), ``False`` skips it.
         max_terms: the exact evidence's limit on distinct count tables.
         max_iter: iteration limit of EM and VBEM (default: theirs, 2000 and 1000).
-        progress: a progress bar over the candidates (and AIS temperatures) on stderr;
-            ``None``: when stderr is a terminal.
+        progress: a progress bar over the candidates (and AIS temperatures when
+            ``workers=1``) on stderr; ``None``: when stderr is a terminal.
+        workers: candidates run side by side on this many threads (default: the number of
+            CPU cores), after the first, which compiles the programs the others share. Every
+            candidate's numbers depend on its seed alone, not on ``workers``.
 
     Returns:
         A :class:`~lcbayes.Comparison`; ``.to_frame()`` is the table.
@@ -132,44 +139,57 @@ def compare(
     data = structures[0].check_data(data)
     needed = _needed(methods, exact)
     show = sys.stderr.isatty() if progress is None else bool(progress)
+    sizes = [st.n_classes for st in structures if st.kind == "latent_class"]
+    pad_classes = max(sizes) if len(set(sizes)) > 1 else None
+    workers = check_int(os.cpu_count() or 1 if workers is None else workers, "workers", 1)
     settings = {"seed": seed, "restarts": restarts, "ais_chains": ais_chains,
-                "ais_temperatures": ais_temperatures, "ais_kernel": ais_kernel,
-                "ais_target_stderr": ais_target_stderr, "ais_max_chains": ais_max_chains,
-                "max_terms": max_terms, "progress": show,
+                "pad_classes": pad_classes, "ais_temperatures": ais_temperatures,
+                "ais_kernel": ais_kernel, "ais_target_stderr": ais_target_stderr,
+                "ais_max_chains": ais_max_chains, "max_terms": max_terms,
+                "progress": show and workers == 1,
                 "iter_args": {} if max_iter is None else {"max_iter": max_iter}}
-    fits = {n.name: [] for n in needed}
-    notes: list[str | None] = []
-    seconds = dict.fromkeys((n.name for n in registry.needs()), 0.0)
     started = time.perf_counter()
     bar = new_bar(total=len(structures), desc="compare", unit="model", disable=not show,
-               file=sys.stderr)
-    try:
-        for name, s in zip(names, structures, strict=True):
-            note = "not requested (exact=False)" if exact is False else None
-            done: dict = {}
-            for need in needed:
-                bar.set_postfix_str(f"{name}: {need.label}")
-                t = time.perf_counter()
-                try:
-                    done[need.name] = need.run(s, data, settings, done)
-                except TooLargeError as exc:
-                    if not need.too_large or exact is True:
-                        raise TooLargeError(f"candidate {name!r}: {exc}") from None
-                    done[need.name] = None
-                    note = f"too large for max_terms={max_terms:g}"
-                finally:
-                    seconds[need.name] += time.perf_counter() - t
-                fits[need.name].append(done[need.name])
-            notes.append(note)
-            bar.update(1)
+                  file=sys.stderr)
+
+    def candidate(name: str, structure: Structure) -> tuple[dict, str | None, dict]:
+        """The needed engine runs of one candidate, with its note and seconds per need."""
+        note = "not requested (exact=False)" if exact is False else None
+        done: dict = {}
+        spent = {}
+        for need in needed:
+            t = time.perf_counter()
+            try:
+                done[need.name] = need.run(structure, data, settings, done)
+            except TooLargeError as exc:
+                if not need.too_large or exact is True:
+                    raise TooLargeError(f"candidate {name!r}: {exc}") from None
+                done[need.name] = None
+                note = f"too large for max_terms={max_terms:g}"
+            finally:
+                spent[need.name] = time.perf_counter() - t
+        bar.update(1)
+        return done, note, spent
+
+    try:  # the first candidate compiles what the others share, then they run side by side
+        outcomes = [candidate(names[0], structures[0])]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            outcomes += list(pool.map(candidate, names[1:], structures[1:]))
     finally:
         bar.close()
+    fits = {n.name: [done[n.name] for done, _, _ in outcomes] for n in needed}
+    notes = [note for _, note, _ in outcomes]
+    seconds = dict.fromkeys((n.name for n in registry.needs()), 0.0)
+    for _, _, spent in outcomes:
+        for name, value in spent.items():
+            seconds[name] += value
     seconds["total"] = time.perf_counter() - started
     use_em = "em" in fits
     record = {"restarts": restarts, "ais_chains": ais_chains,
               "ais_temperatures": ais_temperatures, "ais_kernel": ais_kernel,
               "ais_target_stderr": ais_target_stderr, "ais_max_chains": ais_max_chains,
               "ais_schedule": "beal", "exact": exact, "max_terms": float(max_terms),
+              "pad_classes": pad_classes,
               "max_iter": max_iter, "em_estimator": "ml", "prior": "dirichlet(1)",
               "vbem_starts": "restarts prior draws + one from the EM fit"
               if use_em else "restarts prior draws",

@@ -83,6 +83,7 @@ from ..validation import (
 )
 from .annealing import AISResult, make_schedule, weight_statistics
 from .gamma_sampler import log_dirichlet_flat
+from .padding import class_padding
 from .run_record import start_engine
 
 __all__ = ["DEFAULT_CONCENTRATION", "FLOOR", "KERNELS", "MAX_GIBBS_STATES", "RW_SCALE",
@@ -122,9 +123,12 @@ def _log_dirichlet_draw(structure: Structure, key, shapes, tying: RowTying | Non
     return tie(log_dirichlet_flat(key, shapes, structure.table_shapes), tying)
 
 
-def _log_prior(structure: Structure, log_x, priors, tying):
-    """Per node, ``ln p(theta_i)`` up to its constant: ``sum (lambda - 1) ln theta``."""
-    return _per_node(structure, (priors - 1.0) * log_x, None, tying)
+def _log_prior(structure: Structure, log_x, priors, tying, active=None):
+    """Per node, ``ln p(theta_i)`` up to its constant: ``sum (lambda - 1) ln theta`` (over
+    the active entries, :mod:`.padding`)."""
+    terms = (priors - 1.0) * log_x
+    return _per_node(structure, terms if active is None else jnp.where(active, terms, 0.0),
+                     None, tying)
 
 
 def _log_proposal(structure: Structure, log_x, shapes, tying):
@@ -162,6 +166,7 @@ class AISProblem(NamedTuple):
     seen: dict
     rows: jax.Array | None                  # (N,) pattern of every row (Gibbs kernel)
     strength: tuple[jax.Array, jax.Array]   # (c0, c1 * n)
+    active: jax.Array | None = None         # (n,) False at switched-off classes (padding)
 
 
 def _loglik(structure, log_x, problem: AISProblem):
@@ -170,8 +175,19 @@ def _loglik(structure, log_x, problem: AISProblem):
 
 def _mh_init(structure, problem: AISProblem, key):
     log_x = _log_dirichlet_draw(structure, key, problem.priors, problem.tying)
+    if problem.active is not None:  # Dir(lambda) of the classes in use; the others weigh 0
+        log_x = _switch_off(structure, log_x, problem.active)
     return _MHState(log_x, _loglik(structure, log_x, problem),
-                    _log_prior(structure, log_x, problem.priors, problem.tying))
+                    _log_prior(structure, log_x, problem.priors, problem.tying, problem.active))
+
+
+def _switch_off(structure: Structure, log_x, active):
+    """Class weights of switched-off classes to ``-inf``, the weights in use renormalised;
+    the item rows of switched-off classes are kept (finite, never used)."""
+    weights = jnp.asarray(flat.entry_nodes(structure.table_shapes) == structure.root)
+    off = weights & ~active
+    return jnp.where(weights, flat.log_normalise(jnp.where(off, -jnp.inf, log_x),
+                                                 structure.table_shapes), log_x)
 
 
 def _blocks(structure: Structure, blocks: str) -> np.ndarray:
@@ -190,7 +206,8 @@ def _mh_step(structure, problem: AISProblem, state: _MHState, key, tau, blocks: 
     proposal = _log_dirichlet_draw(structure, k_prop, forward, problem.tying)
     log_q = (_log_proposal(structure, state.log_x, _shapes(proposal, strength), problem.tying)
              - _log_proposal(structure, proposal, forward, problem.tying))  # backward - forward
-    gain = _log_prior(structure, proposal, problem.priors, problem.tying) - state.log_prior + log_q
+    gain = (_log_prior(structure, proposal, problem.priors, problem.tying) - state.log_prior
+            + log_q)
     return _sweep(structure, problem, state, proposal, gain, k_accept, tau, blocks)
 
 
@@ -202,7 +219,11 @@ def _rw_step(structure, problem: AISProblem, state: _MHState, key, tau, blocks: 
     noise = jax.random.normal(k_prop, state.log_x.shape)
     proposal = tie(flat.log_normalise(state.log_x + sigma * noise, structure.table_shapes),
                    problem.tying)
-    gain = _per_node(structure, problem.priors * (proposal - state.log_x), None, problem.tying)
+    change = problem.priors * (proposal - state.log_x)
+    if problem.active is not None:  # switched-off classes never move
+        proposal = jnp.where(problem.active, proposal, state.log_x)
+        change = jnp.where(problem.active, change, 0.0)
+    gain = _per_node(structure, change, None, problem.tying)
     return _sweep(structure, problem, state, proposal, gain, k_accept, tau, blocks)
 
 
@@ -229,7 +250,8 @@ def _sweep(structure, problem: AISProblem, state: _MHState, proposal, gain, key,
 
     log_x, loglik, accepted = jax.lax.fori_loop(
         0, member.shape[0], block_update, (state.log_x, state.loglik, 0.0))
-    new = _MHState(log_x, loglik, _log_prior(structure, log_x, problem.priors, problem.tying))
+    new = _MHState(log_x, loglik, _log_prior(structure, log_x, problem.priors, problem.tying,
+                                             problem.active))
     return new, accepted / member.shape[0], loglik
 
 
@@ -293,16 +315,18 @@ _anneal_jit = jax.jit(anneal, static_argnums=(0, 1, 2, 3, 4))
 
 
 def make_problem(structure: Structure, patterns, weights, priors, kernel: str, strength,
-                 tying: RowTying | None = None) -> AISProblem:
+                 tying: RowTying | None = None, active=None) -> AISProblem:
     """The traced inputs of a run: data patterns and their ``weights`` (integer row counts for
-    ``"gibbs"``), flat prior pseudo-counts ``priors``, the MH ``strength = (c0, c1 n)`` and an
-    optional tying of CPT rows (:mod:`lcbayes.inference.tying`)."""
+    ``"gibbs"``), flat prior pseudo-counts ``priors``, the MH ``strength = (c0, c1 n)``, an
+    optional tying of CPT rows (:mod:`lcbayes.inference.tying`) and the ``active`` entries of
+    a padded latent class model (:mod:`.padding`; ``"rw"`` kernel)."""
     if kernel == "gibbs":
         counts = np.asarray(weights)
         rows = jnp.asarray(np.repeat(np.arange(counts.size), counts.round().astype(int)))
         return AISProblem(enumeration.prepare(structure, patterns), weights, priors, tying,
                           seen_indicators(structure, patterns), rows, strength)
-    return AISProblem(prepare(structure, patterns), weights, priors, tying, {}, None, strength)
+    return AISProblem(prepare(structure, patterns), weights, priors, tying, {}, None, strength,
+                      active)
 
 
 def _check(structure: Structure, chains, kernel: str, blocks: str, concentration
@@ -359,6 +383,7 @@ def ais(
     target_stderr: float | None = None,
     max_chains: int | None = None,
     progress: bool = False,
+    pad_classes: int | None = None,
 ) -> AISResult:
     """Annealed importance sampling estimate of the log evidence ``ln p(y | m)``.
 
@@ -390,24 +415,37 @@ def ais(
         max_chains: the most chains a run with ``target_stderr`` makes (default
             ``16 * chains``).
         progress: show a progress bar over the temperatures.
+        pad_classes: run a latent class model inside the compiled program of the model with
+            ``pad_classes`` classes, the extra classes switched off
+            (:mod:`lcbayes.engines.padding`; ``kernel="rw"``), so that runs of several sizes
+            compile once. The same estimator; its random numbers are laid out on the padded
+            shape, so the same ``pad_classes`` reproduces a run.
     """
     start, seed = start_engine(structure, seed)
     chains, c0, c1 = _check(structure, chains, kernel, blocks, concentration)
     limit = _chain_limit(chains, target_stderr, max_chains)
     tau = make_schedule(schedule, temperatures)
+    padding = class_padding(structure, pad_classes)
+    if padding is not None and kernel != "rw":
+        raise ArgumentError(f"pad_classes needs kernel='rw', got kernel={kernel!r}")
     data = fit_data(structure, data)
     lambdas = proper_prior_tables(structure, prior, "ais")
+    run_structure, active = structure, None
+    if padding is not None:  # the prior's value at switched-off entries is never used
+        run_structure, active = padding.padded, jnp.asarray(padding.held()[0])
+        lambdas = padding.pad(lambdas, 1.0, 1.0)
     priors = flat.flatten([jnp.asarray(a) for a in lambdas])
     strength = (jnp.asarray(c0), jnp.asarray(c1 * data.n_observed_rows))
-    problem = make_problem(structure, jnp.asarray(data.patterns),
-                           jnp.asarray(data.counts, dtype=jnp.float64), priors, kernel, strength)
+    problem = make_problem(run_structure, jnp.asarray(data.patterns),
+                           jnp.asarray(data.counts, dtype=jnp.float64), priors, kernel, strength,
+                           active=active)
     key = prng_key(seed)
     traces, accepts = [], []
     while True:
         group = key if not traces else jax.random.fold_in(key, len(traces))
         with loop_bar(len(tau) - 1, bool(progress), desc="AIS temperatures", unit="temp"):
-            trace, accepted = _anneal_jit(structure, kernel, blocks, chains, bool(progress),
-                                          problem, jnp.asarray(tau), group)
+            trace, accepted = _anneal_jit(run_structure, kernel, blocks, chains,
+                                          bool(progress), problem, jnp.asarray(tau), group)
         traces.append(np.asarray(trace))
         accepts.append(np.asarray(accepted))
         if (len(traces) + 1) * chains > limit or (
@@ -418,6 +456,8 @@ def ais(
     checkpoints = np.unique(np.linspace(0, len(tau) - 2, min(TRACE_POINTS, len(tau) - 1))
                             .round().astype(int))
     settings = {"prior": prior if isinstance(prior, str | int | float) else "custom"}
+    if padding is not None:
+        settings["pad_classes"] = padding.padded.cardinalities[padding.padded.root]
     if target_stderr is not None:
         settings.update(target_stderr=float(target_stderr), max_chains=limit,
                         chains_per_group=chains)

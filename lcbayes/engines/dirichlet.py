@@ -8,6 +8,10 @@ use them so that ``g`` copies of one shared row count once (weight ``1/g`` each)
 The tables are concatenated into one vector before ``gammaln`` and ``digamma`` are applied, so a
 jitted caller holds one copy of each special function however many tables there are (XLA
 inlines every call, and their expansions dominate compile time).
+
+The flat functions take an optional ``active`` mask: entries where it is False are left out of
+their row, as if the row had only its active entries (the switched-off classes of a padded
+latent class model, :mod:`lcbayes.engines.padding`); their expected log is ``-inf``.
 """
 
 from __future__ import annotations
@@ -46,6 +50,16 @@ def _row_sum(values: jax.Array, shapes) -> jax.Array:
     return jax.ops.segment_sum(values, rows, num_segments=int(rows[-1]) + 1)
 
 
+def _active_only(a: jax.Array, shapes, active) -> tuple[jax.Array, jax.Array]:
+    """``a`` with inactive entries set to 1 (harmless in ``gammaln``/``digamma``) and the row
+    sums of the active entries (1 for a row with none)."""
+    if active is None:
+        return a, _row_sum(a, shapes)
+    total = _row_sum(jnp.where(active, a, 0.0), shapes)
+    some = _row_sum(active.astype(a.dtype), shapes) > 0
+    return jnp.where(active, a, 1.0), jnp.where(some, total, 1.0)
+
+
 def _total(per_row: jax.Array, weights) -> jax.Array:
     return per_row.sum() if weights is None else (flat.flatten(weights) * per_row).sum()
 
@@ -60,16 +74,21 @@ def expected_log_thetas(alphas) -> tuple[jax.Array, ...]:
     return flat.unflatten(expected_log_theta_flat(flat.flatten(alphas), shapes), shapes)
 
 
-def expected_log_theta_flat(a: jax.Array, shapes) -> jax.Array:
-    """:func:`expected_log_theta` of tables laid end to end (:mod:`lcbayes.inference.flat`)."""
-    psi = digamma(jnp.concatenate([a, _row_sum(a, shapes)]))
-    return psi[:a.size] - psi[a.size:][flat.entry_rows(shapes)]
+def expected_log_theta_flat(a: jax.Array, shapes, active=None) -> jax.Array:
+    """:func:`expected_log_theta` of tables laid end to end (:mod:`lcbayes.inference.flat`);
+    ``-inf`` at inactive entries (module docstring)."""
+    entries, totals = _active_only(a, shapes, active)
+    psi = digamma(jnp.concatenate([entries, totals]))
+    out = psi[:a.size] - psi[a.size:][flat.entry_rows(shapes)]
+    return out if active is None else jnp.where(active, out, -jnp.inf)
 
 
-def _log_beta_rows(a: jax.Array, shapes) -> jax.Array:
-    """Per CPT row, ``ln B(a_row)`` of the flat pseudo-counts ``a``."""
-    lg = gammaln(jnp.concatenate([a, _row_sum(a, shapes)]))
-    return _row_sum(lg[:a.size], shapes) - lg[a.size:]
+def _log_beta_rows(a: jax.Array, shapes, active=None) -> jax.Array:
+    """Per CPT row, ``ln B(a_row)`` of the flat pseudo-counts ``a`` (active entries only)."""
+    entries, totals = _active_only(a, shapes, active)
+    lg = gammaln(jnp.concatenate([entries, totals]))
+    terms = lg[:a.size] if active is None else jnp.where(active, lg[:a.size], 0.0)
+    return _row_sum(terms, shapes) - lg[a.size:]
 
 
 def complete_data_log_evidence(counts, alphas, weights=None) -> jax.Array:
@@ -93,8 +112,11 @@ def kl_divergence(alphas, priors, weights=None) -> jax.Array:
                               None if weights is None else flat.flatten(weights))
 
 
-def kl_divergence_flat(a: jax.Array, lam: jax.Array, shapes, row_weights=None) -> jax.Array:
-    """:func:`kl_divergence` of tables laid end to end; ``row_weights`` one per CPT row."""
-    per_row = (_log_beta_rows(lam, shapes) - _log_beta_rows(a, shapes)
-               + _row_sum((a - lam) * expected_log_theta_flat(a, shapes), shapes))
+def kl_divergence_flat(a: jax.Array, lam: jax.Array, shapes, row_weights=None, active=None
+                       ) -> jax.Array:
+    """:func:`kl_divergence` of tables laid end to end; ``row_weights`` one per CPT row;
+    inactive entries left out (module docstring)."""
+    gain = (a - lam) * expected_log_theta_flat(a, shapes, active)
+    per_row = (_log_beta_rows(lam, shapes, active) - _log_beta_rows(a, shapes, active)
+               + _row_sum(gain if active is None else jnp.where(active, gain, 0.0), shapes))
     return _total(per_row, None if row_weights is None else (row_weights,))

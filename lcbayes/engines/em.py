@@ -51,6 +51,7 @@ from ..structure import Structure
 from ..validation import Seed, check_choice, check_int, check_positive, fit_data, prng_key
 from . import squarem
 from .em_result import EMResult
+from .padding import class_padding
 from .run_record import check_batching, record_fields, start_engine
 
 __all__ = ["EMResult", "EMRuns", "em", "run_em"]
@@ -80,14 +81,17 @@ def _log(tables):
     return tuple(jnp.log(t) for t in tables)
 
 
-def _initial_tables(structure: Structure, evidence: Evidence, weights, key):
+def _initial_tables(structure: Structure, evidence: Evidence, weights, key, class_log_mask):
     """A random start: every pattern gets random responsibilities (Dirichlet(1) per hidden node,
     as virtual evidence under flat tables), followed by one ML M step. Starts lie near the
-    data's margins, like StepMix's and Mplus' random starts."""
+    data's margins, like StepMix's and Mplus' random starts. A state's draws do not depend on
+    how many states follow it, so a padded model (:mod:`.padding`; ``class_log_mask`` 0 for the
+    classes in use, ``-inf`` for the others) starts where the unpadded one does."""
     n = evidence.one_hot.shape[0]
     keys = jax.random.split(key, max(len(structure.hidden_nodes), 1))
     noise = tuple(
-        -jnp.log(jax.random.exponential(k, (n, structure.cardinalities[h]), dtype=jnp.float64))
+        -jnp.log(jax.random.exponential(k, (structure.cardinalities[h], n), dtype=jnp.float64)).T
+        + (class_log_mask if class_log_mask is not None and h == structure.root else 0.0)
         for k, h in zip(keys, structure.hidden_nodes, strict=False)
     )  # log of normalised exponentials = log Dirichlet(1), up to a per-pattern constant
     uniform = tuple(jnp.zeros(shape) for shape in structure.table_shapes)
@@ -97,10 +101,11 @@ def _initial_tables(structure: Structure, evidence: Evidence, weights, key):
 
 
 @partial(jax.jit, static_argnames=("structure",))
-def _starts(structure: Structure, patterns, weights, keys):
+def _starts(structure: Structure, patterns, weights, keys, class_log_mask=None):
     """One random start per key (a batch of tables)."""
     evidence = prepare(structure, patterns)
-    return jax.vmap(lambda key: _initial_tables(structure, evidence, weights, key))(keys)
+    return jax.vmap(lambda key: _initial_tables(structure, evidence, weights, key,
+                                                class_log_mask))(keys)
 
 
 _TINY = 1e-300  # floor for logs of probabilities in the extrapolation (exact zeros allowed)
@@ -110,7 +115,8 @@ _TINY = 1e-300  # floor for logs of probabilities in the extrapolation (exact ze
                                    "accelerate", "complete"))
 def run_em(structure: Structure, patterns, weights, alphas, tol_total, starts, limit,
            max_iter: int, shift: float, batch_size: int, accelerate: bool,
-           tying: RowTying | None = None, complete: tuple[int, ...] = ()) -> EMRuns:
+           tying: RowTying | None = None, complete: tuple[int, ...] = (),
+           held: tuple[jax.Array, jax.Array] | None = None) -> EMRuns:
     """The jitted core: EM from every start in ``starts`` (a batch of tables) for at most
     ``limit`` (<= ``max_iter``, the history length) iterations, ``batch_size`` restarts
     vmapped at a time.
@@ -122,11 +128,23 @@ def run_em(structure: Structure, patterns, weights, alphas, tol_total, starts, l
     ``tying`` (:mod:`lcbayes.inference.tying`) pools the counts of tied rows and counts every
     group's prior term once; the starts must already be tied. ``complete``
     (:func:`~lcbayes.inference.complete_columns` of ``patterns``) folds the iterations' E
-    steps; the final log-likelihoods use the unfolded evidence."""
+    steps; the final log-likelihoods use the unfolded evidence. ``held = (active, values)``
+    (flat, :meth:`.padding.ClassPadding.held`) holds the entries of switched-off classes at
+    ``values`` (weight exactly zero) and leaves them out of the prior term."""
     evidence = prepare(structure, patterns, complete)
     shapes = structure.table_shapes
     weights_of_entries = entry_weights(tying, shapes)
     prior = None if alphas is None else flat.flatten(alphas) + shift  # lambda - 1 + b
+    active, values = (None, None) if held is None else held
+    if prior is not None and held is not None:
+        prior = jnp.where(active, prior, 0.0)
+
+    def hold(x):
+        return x if held is None else jnp.where(active, x, values)
+
+    def from_free(u):
+        return hold(jnp.exp(flat.log_normalise(u if held is None else
+                                               jnp.where(active, u, -jnp.inf), shapes)))
 
     def objective(x, log_marg):
         if prior is None:
@@ -138,12 +156,12 @@ def run_em(structure: Structure, patterns, weights, alphas, tol_total, starts, l
     def step(x):
         log_marg, counts = flat_e_step(structure, jnp.log(x), evidence, weights,
                                        vmapped=batch_size > 1)
-        return objective(x, log_marg), _m_step(counts, prior, shapes, tying)
+        return objective(x, log_marg), hold(_m_step(counts, prior, shapes, tying))
 
     def run(tables):
         x, history, n_iter, done = squarem.iterate(
             step, flat.flatten(tables), lambda t: jnp.log(jnp.maximum(t, _TINY)),
-            lambda u: jnp.exp(flat.log_normalise(u, shapes)), tol_total, limit, max_iter,
+            from_free, tol_total, limit, max_iter,
             accelerate, weights_of_entries)
         log_marg = log_marginal(structure, _log(flat.unflatten(x, shapes)),
                                 prepare(structure, patterns))
@@ -155,7 +173,7 @@ def run_em(structure: Structure, patterns, weights, alphas, tol_total, starts, l
 
 def _run_restarts(structure, patterns, weights, alphas, tol_total, starts, max_iter: int,
                   shift: float, batch_size: int, keep: int | None, burn_in: int,
-                  accelerate: bool):
+                  accelerate: bool, held=None):
     """All restarts to convergence, or (``keep``) a two-stage run: every start for ``burn_in``
     iterations, then only the ``keep`` best continue (Mplus' initial and final stage;
     Chickering & Heckerman's multiple-restart EM as used by Karčiauskas §3.3). Both stages run
@@ -164,7 +182,7 @@ def _run_restarts(structure, patterns, weights, alphas, tol_total, starts, max_i
     Returns the NumPy outcome of every restart and which restarts reached the final stage."""
     n = starts[0].shape[0]
     args = (structure, patterns, weights, alphas, tol_total)
-    fold = {"complete": complete_columns(patterns)}
+    fold = {"complete": complete_columns(patterns), "held": held}
     if keep is None or keep >= n or burn_in >= max_iter:
         runs = run_em(*args, starts, max_iter, max_iter, shift, batch_size, accelerate, **fold)
         return jax.tree_util.tree_map(np.asarray, runs), np.ones(n, dtype=bool)
@@ -225,6 +243,7 @@ def em(
     keep: int | None = None,
     burn_in: int = 10,
     acceleration: Literal["squarem", "none"] = "squarem",
+    pad_classes: int | None = None,
 ) -> EMResult:
     """Fit ``structure`` to ``data`` by EM from ``restarts`` random starts; keep the best.
 
@@ -258,6 +277,10 @@ def em(
             safeguard; up to three E steps), which cuts the iterations of slowly converging
             starts many-fold; ``"none"``: plain EM, one E step per iteration. Both stop on
             the same plain-EM-step criterion and reach the same fixed points.
+        pad_classes: run a latent class model inside the compiled program of the model with
+            ``pad_classes`` classes, the extra classes switched off
+            (:mod:`lcbayes.engines.padding`): fits of several sizes then compile once. The
+            same result up to rounding (what :func:`lcbayes.compare` does).
     """
     start, seed = start_engine(structure, seed)
     restarts = check_int(restarts, "restarts", 1)
@@ -268,6 +291,8 @@ def em(
     check_choice(map_basis, "map_basis", ("softmax", "simplex"))
     check_choice(acceleration, "acceleration", ("squarem", "none"))
     batch_size = check_batching(batch_size, restarts)
+    padding = class_padding(structure, pad_classes)
+    run_structure = structure if padding is None else padding.padded
     data = fit_data(structure, data)
     alphas = prior_tables(structure, prior)
     if alphas is not None and map_basis == "simplex" and min(a.min() for a in alphas) < 1:
@@ -279,16 +304,23 @@ def em(
     patterns = jnp.asarray(data.patterns)
     weights = jnp.asarray(data.counts)
     keys = jax.random.split(prng_key(seed), restarts)
-    alpha_arrays = None if alphas is None else tuple(jnp.asarray(a) for a in alphas)
-    starts = _starts(structure, patterns, weights, keys)
-    runs, kept = _run_restarts(structure, patterns, weights, alpha_arrays, tol * n_obs, starts,
-                               max_iter, shift, batch_size, keep, burn_in,
-                               acceleration == "squarem")
+    alpha_arrays = None if alphas is None else tuple(
+        jnp.asarray(a) for a in (alphas if padding is None else padding.pad(alphas, 0.0, 0.0)))
+    held = None if padding is None else tuple(jnp.asarray(a) for a in padding.held())
+    starts = _starts(run_structure, patterns, weights, keys,
+                     None if padding is None else jnp.asarray(padding.class_log_mask()))
+    runs, kept = _run_restarts(run_structure, patterns, weights, alpha_arrays, tol * n_obs,
+                               starts, max_iter, shift, batch_size, keep, burn_in,
+                               acceleration == "squarem", held)
     best = int(np.nanargmax(runs.objective))
-    tables = _order_classes(structure, [t[best] for t in runs.tables])
-    jtables = tuple(jnp.asarray(t) for t in tables)
+    best_tables = [t[best] for t in runs.tables]
+    tables = _order_classes(structure, best_tables if padding is None
+                            else list(padding.unpad(best_tables)))
+    jtables = tuple(jnp.asarray(t) for t in (tables if padding is None else padding.pad(tables)))
     observed = jnp.where(jnp.any(patterns >= 0, axis=1), weights, 0.0)  # all-missing rows: 1
-    est = _final_e_step(structure, _log(jtables), patterns, observed)
+    est = _final_e_step(run_structure, _log(jtables), patterns, observed)
+    if padding is not None:
+        est = padding.unpad_e_step(est)
     return EMResult(
         params=from_tables(structure, tables),
         loglik=float(runs.loglik[best]),

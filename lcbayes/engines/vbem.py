@@ -79,6 +79,7 @@ from .dirichlet import (
     kl_divergence_flat,
 )
 from .em_result import EMResult
+from .padding import class_padding
 from .run_record import check_batching, record_fields, start_engine
 from .vb_result import VBResult
 
@@ -114,9 +115,15 @@ def _observed_weights(data: Dataset) -> jax.Array:
     return jnp.asarray(np.where((data.patterns >= 0).any(axis=1), data.counts, 0.0))
 
 
-def _vbe(structure: Structure, alphas, evidence, weights):
-    """VBE step with the sub-normalised tables ``exp(psi(alpha) - psi(alpha_0))``."""
-    return e_step(structure, expected_log_thetas(alphas), evidence, weights)
+def _vbe(structure: Structure, alphas, evidence, weights, active=None):
+    """VBE step with the sub-normalised tables ``exp(psi(alpha) - psi(alpha_0))`` (inactive
+    entries, :mod:`.padding`, are zero)."""
+    if active is None:
+        return e_step(structure, expected_log_thetas(alphas), evidence, weights)
+    shapes = structure.table_shapes
+    log_tables = flat.unflatten(expected_log_theta_flat(flat.flatten(alphas), shapes, active),
+                                shapes)
+    return e_step(structure, log_tables, evidence, weights)
 
 
 def _row_weights(tying: RowTying | None):
@@ -127,7 +134,8 @@ def _row_weights(tying: RowTying | None):
                                    "accelerate", "complete"))
 def run_vbem(structure: Structure, patterns, weights, priors, starts, tol_total, max_iter: int,
              batch_size: int, from_tables: bool = True, accelerate: bool = True,
-             tying: RowTying | None = None, complete: tuple[int, ...] = ()) -> VBRuns:
+             tying: RowTying | None = None, complete: tuple[int, ...] = (),
+             active: jax.Array | None = None) -> VBRuns:
     """The jitted core: VBEM from every start in ``starts``, ``batch_size`` restarts vmapped
     at a time.
 
@@ -138,16 +146,18 @@ def run_vbem(structure: Structure, patterns, weights, priors, starts, tol_total,
     ``tying`` (:mod:`lcbayes.inference.tying`) pools the counts of tied rows and counts every
     group's KL term once; starting tables must already be tied. ``complete``
     (:func:`~lcbayes.inference.complete_columns` of ``patterns``) folds the E steps (exact
-    here: VBE tables are never zero)."""
+    here: VBE tables are never zero). ``active`` (flat, :meth:`.padding.ClassPadding.held`)
+    switches classes off: their weights are zero and their entries stay at the prior."""
     evidence = prepare(structure, patterns, complete)
     shapes = tuple(lam.shape for lam in priors)
     prior_flat = flat.flatten(priors)
     row_weights = _row_weights(tying)
 
     def step(x):  # form B of F and the VBM step, on the flat Dirichlet parameters
-        log_marg, counts = flat_e_step(structure, expected_log_theta_flat(x, shapes), evidence,
-                                       weights, vmapped=batch_size > 1)
-        value = weights @ log_marg - kl_divergence_flat(x, prior_flat, shapes, row_weights)
+        log_marg, counts = flat_e_step(structure, expected_log_theta_flat(x, shapes, active),
+                                       evidence, weights, vmapped=batch_size > 1)
+        value = weights @ log_marg - kl_divergence_flat(x, prior_flat, shapes, row_weights,
+                                                        active)
         return value, prior_flat + pool(counts, tying)
 
     def run(start):
@@ -160,9 +170,9 @@ def run_vbem(structure: Structure, patterns, weights, priors, starts, tol_total,
             step, x0, jnp.log, jnp.exp, tol_total, max_iter, max_iter, accelerate,
             entry_weights(tying, shapes))
         alphas = flat.unflatten(x, shapes)
-        est = _vbe(structure, alphas, evidence, weights)
-        final = weights @ est.log_marginal - kl_divergence(
-            alphas, priors, None if row_weights is None else (row_weights,))
+        est = _vbe(structure, alphas, evidence, weights, active)
+        final = weights @ est.log_marginal - kl_divergence_flat(x, prior_flat, shapes,
+                                                                row_weights, active)
         return VBRuns(alphas, history, n_iter, done, final)
 
     return squarem.map_restarts(run, starts, batch_size)
@@ -197,8 +207,8 @@ def bound_terms(structure: Structure, data, posterior: dict,
     return BoundTerms(*(float(v) for v in values))
 
 
-_final_vbe = jax.jit(lambda structure, alphas, patterns, weights: _vbe(
-    structure, alphas, prepare(structure, patterns), weights), static_argnums=0)
+_final_vbe = jax.jit(lambda structure, alphas, patterns, weights, active=None: _vbe(
+    structure, alphas, prepare(structure, patterns), weights, active), static_argnums=0)
 
 
 def _normalised(draws: np.ndarray) -> np.ndarray:
@@ -218,6 +228,7 @@ def vbem(
     batch_size: int | None = None,
     init: EMResult | None = None,
     acceleration: Literal["squarem", "none"] = "squarem",
+    pad_classes: int | None = None,
 ) -> VBResult:
     """Variational Bayesian EM (Beal & Ghahramani 2006 §3.5); keep the best of ``restarts``.
 
@@ -242,6 +253,9 @@ def vbem(
             ``ln alpha`` (up to three VBE steps, monotone safeguard; :mod:`lcbayes.engines.
             squarem`); ``"none"``: plain alternation. Both stop on the same plain-step
             criterion.
+        pad_classes: run a latent class model inside the compiled program of the model with
+            ``pad_classes`` classes, the extra classes switched off
+            (:mod:`lcbayes.engines.padding`); the same result up to rounding.
     """
     start, seed = start_engine(structure, seed)
     restarts = check_int(restarts, "restarts", 1)
@@ -254,26 +268,35 @@ def vbem(
     if init is not None and init.structure != structure:
         raise ArgumentError("init is an EM fit of a different structure")
     batch_size = check_batching(batch_size, 1 if init is not None else restarts)
+    padding = class_padding(structure, pad_classes)
     data = fit_data(structure, data)
     lambdas = proper_prior_tables(structure, prior, "vbem")
-    priors = tuple(jnp.asarray(a) for a in lambdas)
     patterns = jnp.asarray(data.patterns)
     weights = _observed_weights(data)
     if init is not None:
         restarts = 1
         counts = to_tables(structure, init.expected_counts)
-        starts = tuple((lam + n)[None] for lam, n in zip(priors, counts, strict=True))
+        starts = tuple((lam + n)[None] for lam, n in zip(lambdas, counts, strict=True))
     else:
         rng = numpy_rng(seed)
-        starts = tuple(jnp.asarray(_normalised(rng.gamma(lam, size=(restarts, *lam.shape))))
+        starts = tuple(_normalised(rng.gamma(lam, size=(restarts, *lam.shape)))
                        for lam in lambdas)
+    run_structure, active = structure, None
+    if padding is not None:  # the prior's value at switched-off entries is never used
+        run_structure, active = padding.padded, jnp.asarray(padding.held()[0])
+        lambdas_run = padding.pad(lambdas, 1.0, 1.0)
+        starts = padding.pad(starts, 1.0, 1.0) if init is not None else padding.pad(starts)
+    priors = tuple(jnp.asarray(a) for a in (lambdas if padding is None else lambdas_run))
     n_obs = max(data.n_observed_rows, 1)
     runs = jax.tree_util.tree_map(np.asarray, run_vbem(
-        structure, patterns, weights, priors, starts, tol * n_obs, max_iter, batch_size,
-        init is None, acceleration == "squarem", complete=complete_columns(data.patterns)))
+        run_structure, patterns, weights, priors, tuple(jnp.asarray(t) for t in starts),
+        tol * n_obs, max_iter, batch_size, init is None, acceleration == "squarem",
+        complete=complete_columns(data.patterns), active=active))
     best = int(np.nanargmax(runs.elbo))
     alphas = tuple(jnp.asarray(a[best]) for a in runs.alphas)
-    est = _final_vbe(structure, alphas, patterns, weights)
+    est = _final_vbe(run_structure, alphas, patterns, weights, active)
+    if padding is not None:
+        alphas, est = padding.unpad(alphas), padding.unpad_e_step(est)
     return VBResult(
         elbo=float(runs.elbo[best]),
         log_alias=log_alias(structure),
