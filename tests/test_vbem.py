@@ -125,7 +125,7 @@ def test_cheeseman_stutz_is_the_bound_after_one_vbm_step_and_vbem_only_raises_it
         for p, (c, seen) in enumerate(zip(data.counts, observed, strict=True)) if seen
     )
     assert fit.cs == pytest.approx(collapsed + entropy, abs=1e-8)
-    vb = lcb.vbem(structure, data, init=fit, tol=1e-10)
+    vb = lcb.vbem(structure, data, init=fit, restarts=0, tol=1e-10)
     assert vb.history[0] >= fit.cs - 1e-9
     assert np.all(np.diff(vb.history) >= -1e-9 * abs(vb.elbo))
     assert fit.cs <= vb.elbo + 1e-9

@@ -245,10 +245,11 @@ def vbem(
         max_iter: iteration limit per restart (Beal: 1000).
         batch_size: restarts vmapped side by side (default: all on a GPU, one at a time on a
             CPU). Results do not depend on it.
-        init: start from an EM fit instead of prior draws (Beal & Ghahramani Corollary 6.2):
-            the first VBM step uses the exact posteriors at its estimate, where ``F`` equals the
+        init: one more start, from an EM fit (Beal & Ghahramani Corollary 6.2): its first
+            VBM step uses the exact posteriors at the fit's estimate, where ``F`` equals the
             fit's Cheeseman-Stutz score, so the returned bound is at least ``init.cs`` (same
-            prior). One run; ``restarts`` is ignored.
+            prior). It runs after the ``restarts`` prior draws, in the same compiled program;
+            ``restarts=0`` runs it alone.
         acceleration: ``"squarem"`` (default): every iteration is a SQUAREM cycle on
             ``ln alpha`` (up to three VBE steps, monotone safeguard; :mod:`lcbayes.engines.
             squarem`); ``"none"``: plain alternation. Both stop on the same plain-step
@@ -258,7 +259,7 @@ def vbem(
             (:mod:`lcbayes.engines.padding`); the same result up to rounding.
     """
     start, seed = start_engine(structure, seed)
-    restarts = check_int(restarts, "restarts", 1)
+    restarts = check_int(restarts, "restarts", 0 if init is not None else 1)
     tol = check_positive(tol, "tol")
     max_iter = check_int(max_iter, "max_iter", 1)
     check_choice(acceleration, "acceleration", ("squarem", "none"))
@@ -267,30 +268,28 @@ def vbem(
                                 f"{type(init).__name__}")
     if init is not None and init.structure != structure:
         raise ArgumentError("init is an EM fit of a different structure")
-    batch_size = check_batching(batch_size, 1 if init is not None else restarts)
+    batch_size = check_batching(batch_size, restarts + (init is not None))
     padding = class_padding(structure, pad_classes)
     data = fit_data(structure, data)
     lambdas = proper_prior_tables(structure, prior, "vbem")
     patterns = jnp.asarray(data.patterns)
     weights = _observed_weights(data)
+    rng = numpy_rng(seed)
+    starts = tuple(_normalised(rng.gamma(lam, size=(restarts, *lam.shape))) for lam in lambdas)
     if init is not None:
-        restarts = 1
-        counts = to_tables(structure, init.expected_counts)
-        starts = tuple((lam + n)[None] for lam, n in zip(lambdas, counts, strict=True))
-    else:
-        rng = numpy_rng(seed)
-        starts = tuple(_normalised(rng.gamma(lam, size=(restarts, *lam.shape)))
-                       for lam in lambdas)
+        starts = tuple(np.concatenate([s, np.asarray(t)[None]]) for s, t in
+                       zip(starts, to_tables(structure, init.params), strict=True))
+    restarts = starts[0].shape[0]
     run_structure, active = structure, None
     if padding is not None:  # the prior's value at switched-off entries is never used
         run_structure, active = padding.padded, jnp.asarray(padding.held()[0])
         lambdas_run = padding.pad(lambdas, 1.0, 1.0)
-        starts = padding.pad(starts, 1.0, 1.0) if init is not None else padding.pad(starts)
+        starts = padding.pad(starts)
     priors = tuple(jnp.asarray(a) for a in (lambdas if padding is None else lambdas_run))
     n_obs = max(data.n_observed_rows, 1)
     runs = jax.tree_util.tree_map(np.asarray, run_vbem(
         run_structure, patterns, weights, priors, tuple(jnp.asarray(t) for t in starts),
-        tol * n_obs, max_iter, batch_size, init is None, acceleration == "squarem",
+        tol * n_obs, max_iter, batch_size, True, acceleration == "squarem",
         complete=complete_columns(data.patterns), active=active))
     best = int(np.nanargmax(runs.elbo))
     alphas = tuple(jnp.asarray(a[best]) for a in runs.alphas)
