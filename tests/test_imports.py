@@ -55,3 +55,14 @@ def test_every_public_name_resolves_and_is_listed():
         assert sys.modules[module] is not None and value is getattr(sys.modules[module], name)
     with pytest.raises(AttributeError, match="no attribute 'emm'"):
         lcbayes.emm  # noqa: B018
+
+
+def test_printing_a_comparison_loads_neither_matplotlib_nor_scipy_stats():
+    loaded = _loaded_after(
+        "import json, sys, numpy as np; import lcbayes as lcb; "
+        "d = lcb.Dataset(codes=np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0], [0, 0, 0]] * 5), "
+        "columns=('a', 'b', 'c'), labels=((0, 1),) * 3); "
+        "c = lcb.compare(d, classes=[1, 2], methods='bic', restarts=2); "
+        "text = c.summary(); "
+        "print(json.dumps([m for m in ('matplotlib', 'scipy.stats') if m in sys.modules]))")
+    assert loaded == []
