@@ -6,15 +6,15 @@ one maximum-likelihood EM fit, VBEM, AIS.
   no result and a note (or stops the comparison when ``exact=True``).
 * ``effective_dimension``: :func:`lcbayes.effective_dimension` (seed 0), for ``d_e``.
 * ``em``: :func:`lcbayes.em`, ``restarts`` starts with ``seed``; provides ``loglik``.
+* ``vbem``: :func:`lcbayes.vbem`, the best of ``restarts`` prior-draw starts and, when the EM
+  fit exists, one more started from it (so ``elbo >= cs``, Beal & Ghahramani Corollary 6.2),
+  all in one call.
+* ``ais``: :func:`lcbayes.ais` with ``ais_chains``, ``ais_temperatures``, ``ais_kernel``,
+  ``ais_target_stderr`` and ``ais_max_chains``.
 
 EM, VBEM and AIS (``"rw"`` kernel) run latent class candidates with ``pad_classes`` (the
 largest number of classes among them, :mod:`lcbayes.engines.padding`), so each compiles once
 for all of them.
-
-* ``vbem``: :func:`lcbayes.vbem`, the better of ``restarts`` prior-draw starts and, when the EM
-  fit exists, one run started from it (so ``elbo >= cs``, Beal & Ghahramani Corollary 6.2).
-* ``ais``: :func:`lcbayes.ais` with ``ais_chains``, ``ais_temperatures``, ``ais_kernel``,
-  ``ais_target_stderr`` and ``ais_max_chains``.
 
 :class:`CandidateFits` hands a candidate's results to the methods' ``values``.
 """
