@@ -8,7 +8,7 @@ VBEM, AIS), each with the same ``seed``, so any row can be reproduced by calling
 directly; record settings, seeds, seconds and versions. Engines compile once per structure
 shape; latent class candidates of different sizes share one program per engine by running
 inside the largest (``pad_classes``, :mod:`lcbayes.engines.padding`), recorded in the settings:
-the same numbers up to rounding, a fraction of the compilation.
+the same numbers up to rounding (EM: and its tolerance), a fraction of the compilation.
 """
 
 from __future__ import annotations

@@ -280,7 +280,8 @@ def em(
         pad_classes: run a latent class model inside the compiled program of the model with
             ``pad_classes`` classes, the extra classes switched off
             (:mod:`lcbayes.engines.padding`): fits of several sizes then compile once. The
-            same result up to rounding (what :func:`lcbayes.compare` does).
+            same fit up to rounding and the convergence tolerance (what
+            :func:`lcbayes.compare` does).
     """
     start, seed = start_engine(structure, seed)
     restarts = check_int(restarts, "restarts", 1)
