@@ -71,6 +71,9 @@ API: dict[str, str] = {
     "DimensionResult": "lcbayes.dimension",
     "alias_count": "lcbayes.alias",
     "log_alias": "lcbayes.alias",
+    # structure learning
+    "learn_classes": "lcbayes.learn",
+    "LearnResult": "lcbayes.learn",
     # comparison
     "compare": "lcbayes.comparison",
     "Comparison": "lcbayes.comparison",

@@ -3,6 +3,7 @@
 * ``lcbayes fit`` (:mod:`.fit`): fit one model (EM, VBEM or the exact evidence);
 * ``lcbayes compare`` (:mod:`.compare`): compare candidates by every method;
 * ``lcbayes rjmcmc`` (:mod:`.rjmcmc`): posterior over the number of classes;
+* ``lcbayes learn`` (:mod:`.learn`): search for the number of classes (split/merge);
 * ``lcbayes demo`` (:mod:`.demo`): the simulated three-class demo and its reports.
 
 Bad input prints a one-line error and exits with status 2. JAX's persistent compilation cache is
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 
 from .._version import __version__
 from ..errors import LcbayesError
-from . import compare, demo, fit, rjmcmc
+from . import compare, demo, fit, learn, rjmcmc
 
 __all__ = ["main"]
 
@@ -36,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"lcbayes {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (fit, compare, rjmcmc, demo):
+    for command in (fit, compare, rjmcmc, learn, demo):
         command.add_parser(sub)
     return parser
 

@@ -25,10 +25,11 @@ if TYPE_CHECKING:
 
     from .table import Comparison
 
-__all__ = ["CAPTIONS", "figure_pngs", "figures", "posterior_figure", "visible_range"]
+__all__ = ["CAPTIONS", "figure_pngs", "figures", "new_figure", "posterior_figure",
+           "profiles_figure", "visible_range"]
 
 
-def _figure(**kwargs) -> Figure:
+def new_figure(**kwargs) -> Figure:
     """A matplotlib figure (no pyplot); matplotlib loads on the first one, so printing a
     comparison never imports it."""
     from matplotlib.figure import Figure
@@ -80,7 +81,7 @@ def _mark_off_scale(ax, x: np.ndarray, names, values: np.ndarray, off: list[int]
 def _scores_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
     styles = _styles()
     cols = [c for c in styles if c in frame and np.isfinite(frame[c].astype(float)).any()]
-    fig = _figure(figsize=(11, 4.8), layout="constrained")
+    fig = new_figure(figsize=(11, 4.8), layout="constrained")
     ax_abs, ax_rel = fig.subplots(1, 2)
     order = np.argsort(frame["n_parameters"].to_numpy(), kind="stable")
     x = frame["n_parameters"].to_numpy()[order]
@@ -116,7 +117,7 @@ def _scores_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
 def posterior_figure(frame: pd.DataFrame) -> Figure:
     """Bars of ``posterior_prob`` per candidate (coloured by ``evidence_method``) with the
     ``posterior_low``-``posterior_high`` interval; each value is written above its interval."""
-    fig = _figure(figsize=(max(4.5, 1.1 * len(frame) + 2), 3.9), layout="constrained")
+    fig = new_figure(figsize=(max(4.5, 1.1 * len(frame) + 2), 3.9), layout="constrained")
     ax = fig.subplots()
     prob = frame["posterior_prob"].to_numpy(dtype=float)
     x = np.arange(len(frame))
@@ -157,15 +158,22 @@ def _profiled(comp: Comparison) -> tuple[int, object] | None:
 
 
 def _profiles_figure(comp: Comparison, i: int, fit) -> Figure:
+    source = "EM estimate" if fit is comp.em[i] else "VB posterior means"
+    return profiles_figure(comp.structures[i], fit,
+                           f"{comp.best}: item response probabilities by class ({source})")
+
+
+def profiles_figure(s, fit, title: str) -> Figure:
     """Grouped bars: for every item response (the second category of a binary item, every
-    category otherwise) the probability in each class, classes numbered from 1."""
-    s = comp.structures[i]
+    category otherwise) the probability in each class of the latent class model ``s``,
+    classes numbered from 1; ``fit`` is an EM or VB fit (its ``estimate`` and
+    ``class_weights``)."""
     slots = [(j, c) for j in s.observed_nodes
              for c in (range(1, 2) if s.cardinalities[j] == 2 else range(s.cardinalities[j]))]
     k_count = s.n_classes
     width = 0.8 / k_count
-    fig = _figure(figsize=(min(16.0, max(6.0, 0.22 * len(slots) * (k_count + 1) + 2)), 4.2),
-                 layout="constrained")
+    fig = new_figure(figsize=(min(16.0, max(6.0, 0.22 * len(slots) * (k_count + 1) + 2)),
+                              4.2), layout="constrained")
     ax = fig.subplots()
     x = np.arange(len(slots))
     tables = {j: np.asarray(fit.estimate[s.nodes[j]]).reshape(k_count, -1)
@@ -181,8 +189,7 @@ def _profiles_figure(comp: Comparison, i: int, fit) -> Figure:
     ax.set_ylim(0, 1)
     ax.set_ylabel("P(response | class)")
     ax.grid(axis="y", alpha=0.3)
-    source = "EM estimate" if fit is comp.em[i] else "VB posterior means"
-    ax.set_title(f"{comp.best}: item response probabilities by class ({source})", fontsize=10)
+    ax.set_title(title, fontsize=10)
     fig.legend(loc="outside right upper", fontsize=8, title="class (share)", title_fontsize=8)
     return fig
 
@@ -191,7 +198,7 @@ def _ais_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
     runs = [(i, r) for i, r in enumerate(comp.ais) if r is not None]
     ncol = min(len(runs), 5)
     nrow = math.ceil(len(runs) / ncol)
-    fig = _figure(figsize=(3.2 * ncol, 5.6 * nrow), layout="constrained")
+    fig = new_figure(figsize=(3.2 * ncol, 5.6 * nrow), layout="constrained")
     axes = np.asarray(fig.subplots(2 * nrow, ncol, squeeze=False))
     for slot in range(nrow * ncol):
         top, bottom = axes[2 * (slot // ncol), slot % ncol], axes[2 * (slot // ncol) + 1,
@@ -240,7 +247,7 @@ def _ais_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
 
 def _acceptance_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
     runs = [(i, r) for i, r in enumerate(comp.ais) if r is not None]
-    fig = _figure(figsize=(max(4.5, 1.3 * len(runs) + 2), 3.2), layout="constrained")
+    fig = new_figure(figsize=(max(4.5, 1.3 * len(runs) + 2), 3.2), layout="constrained")
     ax = fig.subplots()
     quarters = max(len(r.acceptance) for _, r in runs)
     width = 0.8 / quarters

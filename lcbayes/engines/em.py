@@ -35,18 +35,19 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlogy
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ArgumentTypeError
 from ..inference import Evidence, complete_columns, e_step, flat, flat_e_step, log_marginal, prepare
 from ..inference.tying import RowTying, entry_weights, pool
-from ..params import PriorSpec, dirichlet_log_density, from_tables, prior_tables
+from ..params import PriorSpec, dirichlet_log_density, from_tables, prior_tables, to_tables
 from ..structure import Structure
 from ..validation import Seed, check_choice, check_int, check_positive, fit_data, prng_key
 from . import squarem
@@ -54,7 +55,7 @@ from .em_result import EMResult
 from .padding import class_padding
 from .run_record import check_batching, record_fields, start_engine
 
-__all__ = ["EMResult", "EMRuns", "em", "run_em"]
+__all__ = ["EMResult", "EMRuns", "em", "em_runner", "run_em"]
 
 
 class EMRuns(NamedTuple):
@@ -111,15 +112,12 @@ def _starts(structure: Structure, patterns, weights, keys, class_log_mask=None):
 _TINY = 1e-300  # floor for logs of probabilities in the extrapolation (exact zeros allowed)
 
 
-@partial(jax.jit, static_argnames=("structure", "max_iter", "shift", "batch_size",
-                                   "accelerate", "complete"))
-def run_em(structure: Structure, patterns, weights, alphas, tol_total, starts, limit,
-           max_iter: int, shift: float, batch_size: int, accelerate: bool,
-           tying: RowTying | None = None, complete: tuple[int, ...] = (),
-           held: tuple[jax.Array, jax.Array] | None = None) -> EMRuns:
-    """The jitted core: EM from every start in ``starts`` (a batch of tables) for at most
-    ``limit`` (<= ``max_iter``, the history length) iterations, ``batch_size`` restarts
-    vmapped at a time.
+def em_runner(structure: Structure, patterns, weights, alphas, tol_total, limit, max_iter: int,
+              shift: float, accelerate: bool, tying: RowTying | None = None,
+              complete: tuple[int, ...] = (), held: tuple[jax.Array, jax.Array] | None = None,
+              vmapped: bool = False):
+    """EM from one start, traceable: ``run(tables) -> EMRuns`` of that start (no batch axis)
+    for at most ``limit`` (<= ``max_iter``, the history length) iterations.
 
     Plain EM, or (``accelerate``) SQUAREM cycles extrapolating the log tables, renormalised row
     by row; either way the objective never decreases. ``alphas`` are the prior pseudo-count
@@ -130,7 +128,8 @@ def run_em(structure: Structure, patterns, weights, alphas, tol_total, starts, l
     (:func:`~lcbayes.inference.complete_columns` of ``patterns``) folds the iterations' E
     steps; the final log-likelihoods use the unfolded evidence. ``held = (active, values)``
     (flat, :meth:`.padding.ClassPadding.held`) holds the entries of switched-off classes at
-    ``values`` (weight exactly zero) and leaves them out of the prior term."""
+    ``values`` (weight exactly zero) and leaves them out of the prior term. ``vmapped``: the
+    caller vmaps ``run`` (the E step then stays in log space, :func:`flat_e_step`)."""
     evidence = prepare(structure, patterns, complete)
     shapes = structure.table_shapes
     weights_of_entries = entry_weights(tying, shapes)
@@ -155,7 +154,7 @@ def run_em(structure: Structure, patterns, weights, alphas, tol_total, starts, l
 
     def step(x):
         log_marg, counts = flat_e_step(structure, jnp.log(x), evidence, weights,
-                                       vmapped=batch_size > 1)
+                                       vmapped=vmapped)
         return objective(x, log_marg), hold(_m_step(counts, prior, shapes, tying))
 
     def run(tables):
@@ -168,6 +167,19 @@ def run_em(structure: Structure, patterns, weights, alphas, tol_total, starts, l
         return EMRuns(flat.unflatten(x, shapes), history, n_iter, done, weights @ log_marg,
                       objective(x, log_marg))
 
+    return run
+
+
+@partial(jax.jit, static_argnames=("structure", "max_iter", "shift", "batch_size",
+                                   "accelerate", "complete"))
+def run_em(structure: Structure, patterns, weights, alphas, tol_total, starts, limit,
+           max_iter: int, shift: float, batch_size: int, accelerate: bool,
+           tying: RowTying | None = None, complete: tuple[int, ...] = (),
+           held: tuple[jax.Array, jax.Array] | None = None) -> EMRuns:
+    """The jitted core: :func:`em_runner` from every start in ``starts`` (a batch of tables),
+    ``batch_size`` restarts vmapped at a time."""
+    run = em_runner(structure, patterns, weights, alphas, tol_total, limit, max_iter, shift,
+                    accelerate, tying, complete, held, vmapped=batch_size > 1)
     return squarem.map_restarts(run, starts, batch_size)
 
 
@@ -220,6 +232,26 @@ def _run_restarts(structure, patterns, weights, alphas, tol_total, starts, max_i
 _final_e_step = jax.jit(e_step, static_argnums=0)
 
 
+def _init_tables(structure: Structure, init) -> tuple[np.ndarray, ...] | None:
+    """The tables of ``em(init=...)``: an EM fit's or a params mapping's (checked)."""
+    if init is None:
+        return None
+    if isinstance(init, EMResult):
+        if init.structure != structure:
+            raise ArgumentError("init is an EM fit of a different structure")
+        init = init.params
+    if not isinstance(init, Mapping):
+        raise ArgumentTypeError(f"init must be parameters {{node: CPT}} or an EMResult, got "
+                                f"{type(init).__name__}")
+    tables = tuple(np.asarray(t) for t in to_tables(structure, init))
+    for name, t in zip(structure.nodes, tables, strict=True):
+        if not (np.all(np.isfinite(t)) and np.all(t >= 0)
+                and np.allclose(t.sum(axis=1), 1.0, atol=1e-6)):
+            raise ArgumentError(f"init: the CPT of {name!r} is not a table of probabilities "
+                                "(rows of non-negative numbers summing to 1)")
+    return tables
+
+
 def _order_classes(structure: Structure, tables: list[np.ndarray]) -> list[np.ndarray]:
     """Latent class models: reorder classes by decreasing weight (a canonical labelling)."""
     if structure.kind != "latent_class":
@@ -244,6 +276,7 @@ def em(
     burn_in: int = 10,
     acceleration: Literal["squarem", "none"] = "squarem",
     pad_classes: int | None = None,
+    init: Mapping[str, Any] | EMResult | None = None,
 ) -> EMResult:
     """Fit ``structure`` to ``data`` by EM from ``restarts`` random starts; keep the best.
 
@@ -282,16 +315,22 @@ def em(
             (:mod:`lcbayes.engines.padding`): fits of several sizes then compile once. The
             same fit up to rounding and the convergence tolerance (what
             :func:`lcbayes.compare` does).
+        init: one more start, given: parameters ``{node: CPT}`` of ``structure`` (e.g. a
+            model found by :func:`lcbayes.learn_classes`, or published estimates) or an EM
+            fit of it. It runs after the random starts, in the same compiled program;
+            ``restarts=0`` runs it alone (then the fit is EM from ``init``, with every score
+            of :class:`EMResult`).
     """
     start, seed = start_engine(structure, seed)
-    restarts = check_int(restarts, "restarts", 1)
+    restarts = check_int(restarts, "restarts", 0 if init is not None else 1)
+    init_tables = _init_tables(structure, init)
     tol = check_positive(tol, "tol")
     max_iter = check_int(max_iter, "max_iter", 1)
-    keep = None if keep is None else check_int(keep, "keep", 1, restarts)
+    keep = None if keep is None else check_int(keep, "keep", 1, restarts + (init is not None))
     burn_in = check_int(burn_in, "burn_in", 1)
     check_choice(map_basis, "map_basis", ("softmax", "simplex"))
     check_choice(acceleration, "acceleration", ("squarem", "none"))
-    batch_size = check_batching(batch_size, restarts)
+    batch_size = check_batching(batch_size, restarts + (init is not None))
     padding = class_padding(structure, pad_classes)
     run_structure = structure if padding is None else padding.padded
     data = fit_data(structure, data)
@@ -304,12 +343,17 @@ def em(
     n_obs = max(data.n_observed_rows, 1)
     patterns = jnp.asarray(data.patterns)
     weights = jnp.asarray(data.counts)
-    keys = jax.random.split(prng_key(seed), restarts)
+    keys = jax.random.split(prng_key(seed), max(restarts, 1))
     alpha_arrays = None if alphas is None else tuple(
         jnp.asarray(a) for a in (alphas if padding is None else padding.pad(alphas, 0.0, 0.0)))
     held = None if padding is None else tuple(jnp.asarray(a) for a in padding.held())
     starts = _starts(run_structure, patterns, weights, keys,
                      None if padding is None else jnp.asarray(padding.class_log_mask()))
+    if init_tables is not None:  # after the random starts (none if restarts=0)
+        given = init_tables if padding is None else padding.pad(init_tables)
+        starts = tuple(jnp.concatenate([s[:restarts], jnp.asarray(t)[None]])
+                       for s, t in zip(starts, given, strict=True))
+    restarts = starts[0].shape[0]
     runs, kept = _run_restarts(run_structure, patterns, weights, alpha_arrays, tol * n_obs,
                                starts, max_iter, shift, batch_size, keep, burn_in,
                                acceleration == "squarem", held)

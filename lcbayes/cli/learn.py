@@ -1,0 +1,74 @@
+"""``lcbayes learn DATA.csv [--score bic] [--method splitmerge] [--seed N] [--time-limit S]
+[--json] [--report out.html]``: search for the number of latent classes
+(:func:`lcbayes.learn_classes`, Karčiauskas 2005) and print the best model with the path of
+moves, or with ``--json`` one object: the chosen model under ``best`` (structure, parameters
+and scores in the form of ``lcbayes fit --json``, plus ``score``), the ``path`` of moves and
+the search's settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..learn import METHODS, SCORES, learn_classes
+from .common import UsageError, add_data_arguments, check_output, default, read_data
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub) -> None:
+    """The ``learn`` subcommand."""
+    cmd = sub.add_parser(
+        "learn", help="search for the number of latent classes (split/merge with parameter "
+                      "reuse)",
+        description="Find the number of latent classes that maximises a score by growing and "
+                    "shrinking models with parameter reuse (SplitMerge; Karciauskas 2005), or "
+                    "by random restarts (standard3, fixed).")
+    add_data_arguments(cmd)
+    cmd.add_argument("--score", default=default(learn_classes, "score"), choices=list(SCORES),
+                     help=f"the score to maximise (default {default(learn_classes, 'score')})")
+    cmd.add_argument("--method", default=default(learn_classes, "method"),
+                     choices=list(METHODS),
+                     help=f"the search (default {default(learn_classes, 'method')})")
+    cmd.add_argument("--classes", type=int, default=None,
+                     help="the number of classes of --method fixed")
+    cmd.add_argument("--max-classes", type=int, default=None,
+                     help="never try more classes than this")
+    cmd.add_argument("--seed", type=int, default=default(learn_classes, "seed"),
+                     help=f"random seed (default {default(learn_classes, 'seed')})")
+    cmd.add_argument("--time-limit", type=float, default=None,
+                     help="seconds; return the best model found when they run out")
+    cmd.add_argument("--report", help="write a self-contained HTML report here")
+    cmd.add_argument("--json", action="store_true",
+                     help="print one JSON object {best, path, settings, ...}; no progress bar")
+    cmd.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    check_output(args.report, "--report")
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise UsageError(f"--time-limit must be a positive number of seconds, got "
+                         f"{args.time_limit:g}")
+    data = read_data(args)
+    result = learn_classes(data, score=args.score, method=args.method, seed=args.seed,
+                           time_limit=args.time_limit, classes=args.classes,
+                           max_classes=args.max_classes, progress=not args.json)
+    written = None
+    if args.report is not None:
+        try:
+            written = result.to_html(args.report, data_name=Path(args.data).name)
+        except OSError as exc:
+            raise UsageError(f"cannot write the report: {exc}") from None
+    if args.json:
+        print(json.dumps(result.to_dict()))
+    else:
+        print(result.summary())
+        print()
+        print(result.to_frame().to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+        print()
+        print(result.fit.summary())
+        if written is not None:
+            print(f"wrote {written}")
+    return 0
