@@ -73,6 +73,7 @@ API: dict[str, str] = {
     "log_alias": "lcbayes.alias",
     # structure learning
     "learn_classes": "lcbayes.learn",
+    "learn_hlc": "lcbayes.learn",
     "LearnResult": "lcbayes.learn",
     # comparison
     "compare": "lcbayes.comparison",

@@ -1,9 +1,13 @@
-"""``lcbayes learn DATA.csv [--score bic] [--method splitmerge] [--seed N] [--time-limit S]
-[--json] [--report out.html]``: search for the number of latent classes
-(:func:`lcbayes.learn_classes`, Karčiauskas 2005) and print the best model with the path of
-moves, or with ``--json`` one object: the chosen model under ``best`` (structure, parameters
-and scores in the form of ``lcbayes fit --json``, plus ``score``), the ``path`` of moves and
-the search's settings.
+"""``lcbayes learn DATA.csv [--skeleton tree.json] [--score bic] [--method splitmerge]
+[--seed N] [--time-limit S] [--json] [--report out.html]``: search for the number of latent
+classes (:func:`lcbayes.learn_classes`, Karčiauskas 2005) or, with ``--skeleton``, for the
+hidden cardinalities of an HLC model on that tree (:func:`lcbayes.learn_hlc`), and print the
+best model with the path of moves, or with ``--json`` one object: the chosen model under
+``best`` (structure, parameters and scores in the form of ``lcbayes fit --json``, plus
+``score``), the ``path`` of moves and the search's settings.
+
+A skeleton file is JSON ``{"tree": {hidden: [children]}}`` (a structure file of kind ``hlc``
+also works); its ``"cardinalities"``, if any, are used only by ``--method fixed``.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ..learn import METHODS, SCORES, learn_classes
+from ..learn import METHODS, SCORES, learn_classes, learn_hlc
 from .common import UsageError, add_data_arguments, check_output, default, read_data
 
 __all__ = ["add_parser", "run"]
@@ -27,15 +31,18 @@ def add_parser(sub) -> None:
                     "shrinking models with parameter reuse (SplitMerge; Karciauskas 2005), or "
                     "by random restarts (standard3, fixed).")
     add_data_arguments(cmd)
+    cmd.add_argument("--skeleton", help="JSON file {\"tree\": {hidden: [children]}}: learn the "
+                                        "hidden cardinalities of an HLC model on this tree")
     cmd.add_argument("--score", default=default(learn_classes, "score"), choices=list(SCORES),
                      help=f"the score to maximise (default {default(learn_classes, 'score')})")
     cmd.add_argument("--method", default=default(learn_classes, "method"),
                      choices=list(METHODS),
                      help=f"the search (default {default(learn_classes, 'method')})")
     cmd.add_argument("--classes", type=int, default=None,
-                     help="the number of classes of --method fixed")
+                     help="the number of classes of --method fixed (with --skeleton: the "
+                          "file's cardinalities)")
     cmd.add_argument("--max-classes", type=int, default=None,
-                     help="never try more classes than this")
+                     help="never give a hidden node more states than this")
     cmd.add_argument("--seed", type=int, default=default(learn_classes, "seed"),
                      help=f"random seed (default {default(learn_classes, 'seed')})")
     cmd.add_argument("--time-limit", type=float, default=None,
@@ -46,15 +53,36 @@ def add_parser(sub) -> None:
     cmd.set_defaults(handler=run)
 
 
+def _skeleton_file(path: str) -> tuple[dict, dict | None]:
+    """``(tree, cardinalities or None)`` of a skeleton file."""
+    try:
+        spec = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UsageError(f"cannot read skeleton file {path!r}: {exc}") from None
+    if not isinstance(spec, dict) or not isinstance(spec.get("tree"), dict):
+        raise UsageError(f"skeleton file {path!r} must be a JSON object with a \"tree\": "
+                         "{hidden node: [children]}")
+    return spec["tree"], spec.get("cardinalities")
+
+
 def run(args: argparse.Namespace) -> int:
     check_output(args.report, "--report")
     if args.time_limit is not None and not args.time_limit > 0:
         raise UsageError(f"--time-limit must be a positive number of seconds, got "
                          f"{args.time_limit:g}")
     data = read_data(args)
-    result = learn_classes(data, score=args.score, method=args.method, seed=args.seed,
-                           time_limit=args.time_limit, classes=args.classes,
-                           max_classes=args.max_classes, progress=not args.json)
+    common = {"score": args.score, "method": args.method, "seed": args.seed,
+              "time_limit": args.time_limit, "progress": not args.json}
+    if args.skeleton is None:
+        result = learn_classes(data, classes=args.classes, max_classes=args.max_classes,
+                               **common)
+    else:
+        if args.classes is not None:
+            raise UsageError("--classes is for latent class models; with --skeleton, "
+                             "--method fixed reads the file's cardinalities")
+        tree, cards = _skeleton_file(args.skeleton)
+        result = learn_hlc(data, tree, max_cardinality=args.max_classes,
+                           cardinalities=cards if args.method == "fixed" else None, **common)
     written = None
     if args.report is not None:
         try:

@@ -14,6 +14,6 @@ start a lane of one compiled program), :mod:`.scoring` (the scores searched on),
 
 from .result import LearnResult, Move
 from .scoring import SCORES
-from .search import METHODS, learn_classes
+from .search import METHODS, learn_classes, learn_hlc
 
-__all__ = ["METHODS", "SCORES", "LearnResult", "Move", "learn_classes"]
+__all__ = ["METHODS", "SCORES", "LearnResult", "Move", "learn_classes", "learn_hlc"]

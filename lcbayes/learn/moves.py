@@ -73,7 +73,9 @@ class Context:
     max_classes: int | None = None
 
     def scored(self, fitted: Fitted) -> Scored:
-        return Scored(fitted.model, fitted.loglik, self.scorer(fitted.model, fitted.loglik))
+        structure = self.scorer.structure(fitted.model.n_classes)
+        return Scored(fitted.model, fitted.loglik,
+                      self.scorer(structure, fitted.model.tables(), fitted.loglik))
 
     def best_of(self, starts: list[ClassModel], q: int) -> Scored:
         """Multiple-restart EM over ``starts`` on the whole data, scored."""

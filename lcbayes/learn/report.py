@@ -50,21 +50,21 @@ def score_figure(result: LearnResult):
         ax.scatter(part["seconds"], part["score"], s=36, label=op,
                    facecolors=np.where(part["accepted"], colour, "none"), edgecolors=colour)
     for row in frame.itertuples():
-        ax.annotate(str(row.classes), (row.seconds, row.score), textcoords="offset points",
+        ax.annotate(row.hidden, (row.seconds, row.score), textcoords="offset points",
                     xytext=(4, 4), fontsize=7)
     ax.set_xlabel("seconds since the start")
     ax.set_ylabel(result.score_name)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    ax.set_title(f"{result.method}: score against time (labels: number of classes)",
+    ax.set_title(f"{result.method}: score against time (labels: hidden cardinalities)",
                  fontsize=10)
     return fig
 
 
 def _path_table(result: LearnResult) -> str:
-    rows = [[str(m.step), m.operation, str(m.classes), f"{m.loglik:.2f}", f"{m.score:.2f}",
+    rows = [[str(m.step), m.operation, m.hidden, f"{m.loglik:.2f}", f"{m.score:.2f}",
              "yes" if m.accepted else "no", f"{m.seconds:.2f}"] for m in result.path]
-    return html_table(["step", "move", "classes", "loglik", result.score_name, "accepted",
+    return html_table(["step", "move", "hidden", "loglik", result.score_name, "accepted",
                        "seconds"], rows,
                       row_classes=["best" if m.accepted else "" for m in result.path])
 
@@ -81,16 +81,18 @@ def write_html(result: LearnResult, path: str | Path, data_name: str | None = No
                 **result.settings}
     figures = {"score_path": (score_figure(result), "The score of the current model (grey "
                               "step line) and of every candidate move against time; filled "
-                              "markers were accepted. Numbers: classes."),
-               "class_profiles": (profiles_figure(
-                   result.structure, fit, f"chosen model: {result.n_classes} classes (EM "
-                   "estimate)"), "Class profiles of the chosen model: every item response "
-                                 "probability in each class (class shares in the legend).")}
+                              "markers were accepted. Labels: hidden cardinalities.")}
+    if result.structure.kind == "latent_class":
+        figures["class_profiles"] = (profiles_figure(
+            result.structure, fit, f"chosen model: {result.n_classes} classes (EM estimate)"),
+            "Class profiles of the chosen model: every item response probability in each "
+            "class (class shares in the legend).")
     parts = [f"<h1>{html.escape(title)}</h1>",
              f"<pre>{html.escape(result.summary())}</pre>",
              "<h2>Settings</h2>", kv_table(settings, cell=fmt_setting),
              "<h2>Path of moves</h2>", _path_table(result), "<h2>Figures</h2>"]
     parts += [html_figure(key, png(fig), caption) for key, (fig, caption) in figures.items()]
-    parts += ["<h2>Chosen model</h2>", f"<pre>{html.escape(fit.summary())}</pre>",
+    parts += ["<h2>Chosen model</h2>", f"<pre>{html.escape(result.structure.describe())}</pre>",
+              f"<pre>{html.escape(fit.summary())}</pre>",
               "<h2>Versions</h2>", kv_table(versions(), cell=str)]
     return write_text(path, html_document(title, "\n".join(parts)))

@@ -28,10 +28,11 @@ import numpy as np
 from ..data import Dataset
 from ..engines.em import em_runner
 from ..inference import complete_columns, e_step, flat
+from ..structure import Structure
 from .mixture import ClassModel, layout
 
 __all__ = ["LANE_BLOCKS", "EMSettings", "Fitted", "class_posteriors", "log_likelihoods",
-           "multiple_restart_em"]
+           "multiple_restart_em", "prune_em", "root_posteriors", "run_lanes"]
 
 #: Lanes per call of the compiled program, largest first (a batch is cut greedily).
 LANE_BLOCKS = (16, 4, 1)
@@ -78,57 +79,52 @@ def _blocks(n: int) -> list[tuple[int, int]]:
     return out
 
 
-def _run(data: Dataset, n_classes: int, weights: np.ndarray, flats: np.ndarray, limit: int,
-         settings: EMSettings):
-    """Every lane ``limit`` more iterations (0: just the log-likelihoods)."""
-    pad = layout(data, n_classes)
-    _, active, values = ClassModel(np.ones(n_classes) / n_classes,
-                                   tuple(np.ones((n_classes, r)) / r for r in
-                                         data.cardinalities)).padded(pad)
+def run_lanes(padded: Structure, data: Dataset, weights: np.ndarray, flats: np.ndarray,
+              active: np.ndarray, values: np.ndarray, limit: int, settings: EMSettings):
+    """Every lane ``limit`` more iterations of EM on ``padded`` (0: just the
+    log-likelihoods): ``(flat tables, log-likelihoods, iterations)``, one row per lane.
+    ``weights``, ``flats``, ``active`` and ``values`` have one row per lane."""
     patterns = jnp.asarray(data.patterns)
     complete = complete_columns(data.patterns)
     out_x, out_ll, out_it = [], [], []
     for start, size in _blocks(flats.shape[0]):
         part = slice(start, start + size)
-        x, ll, it = _fit_lanes(pad.padded, patterns, jnp.asarray(weights[part]),
-                               jnp.asarray(flats[part]),
-                               jnp.broadcast_to(jnp.asarray(active), (size, active.size)),
-                               jnp.broadcast_to(jnp.asarray(values), (size, values.size)),
-                               limit, settings.tol, max(settings.max_iter, 1),
-                               settings.accelerate, complete)
+        x, ll, it = _fit_lanes(padded, patterns, jnp.asarray(weights[part]),
+                               jnp.asarray(flats[part]), jnp.asarray(active[part]),
+                               jnp.asarray(values[part]), limit, settings.tol,
+                               max(settings.max_iter, 1), settings.accelerate, complete)
         out_x.append(np.asarray(x))
         out_ll.append(np.asarray(ll))
         out_it.append(np.asarray(it))
     return np.concatenate(out_x), np.concatenate(out_ll), np.concatenate(out_it)
 
 
-def multiple_restart_em(data: Dataset, starts: list[ClassModel], q: int, settings: EMSettings,
-                        weights: np.ndarray | None = None, groups: np.ndarray | None = None,
-                        deadline: float | None = None) -> list[Fitted]:
-    """The best model of every group after multiple-restart EM (module docstring).
+def prune_em(padded: Structure, data: Dataset, flats: np.ndarray, active: np.ndarray,
+             values: np.ndarray, q: int, settings: EMSettings, weights: np.ndarray | None = None,
+             groups: np.ndarray | None = None, deadline: float | None = None
+             ) -> list[tuple[np.ndarray, float, int]]:
+    """Multiple-restart EM (module docstring) of the lanes ``flats`` of ``padded`` (with their
+    ``active`` entries and held ``values``): per group, ``(flat tables, log-likelihood,
+    iterations)`` of its best lane.
 
     Args:
-        data: the data; its pattern counts are the weights unless ``weights`` is given.
-        starts: starting models, all with the same number of classes.
-        q: keep the best ``1/q`` of each group at every checkpoint.
-        settings: tolerance, iteration limit, acceleration.
         weights: ``(G, P)`` data weights of each group (soft sub-data); default: the counts.
-        groups: ``(len(starts),)`` group of each start (``0 .. G-1``); default: one group.
+        groups: the group of each lane (``0 .. G-1``); default: one group.
         deadline: a ``time.perf_counter()`` value; past it, pruning stops and every group
             returns its best lane so far.
     """
-    m = starts[0].n_classes
-    pad = layout(data, m)
-    groups = np.zeros(len(starts), dtype=int) if groups is None else np.asarray(groups)
+    n = flats.shape[0]
+    groups = np.zeros(n, dtype=int) if groups is None else np.asarray(groups)
     weights = data.counts[None, :] if weights is None else np.asarray(weights, dtype=np.float64)
-    flats = np.stack([s.padded(pad)[0] for s in starts])
-    loglik = np.full(len(starts), -np.inf)
-    n_iter = np.zeros(len(starts), dtype=int)
-    alive = np.arange(len(starts))
+    flats = flats.copy()
+    loglik = np.full(n, -np.inf)
+    n_iter = np.zeros(n, dtype=int)
+    alive = np.arange(n)
     done, j = 0, 1
 
     def advance(limit: int) -> None:
-        x, ll, it = _run(data, m, weights[groups[alive]], flats[alive], limit, settings)
+        x, ll, it = run_lanes(padded, data, weights[groups[alive]], flats[alive],
+                              active[alive], values[alive], limit, settings)
         flats[alive], loglik[alive] = x, ll
         n_iter[alive] += it
 
@@ -142,13 +138,30 @@ def multiple_restart_em(data: Dataset, starts: list[ClassModel], q: int, setting
     else:
         if done < settings.max_iter:
             advance(settings.max_iter - done)
-    best = {}
+    best: dict[int, int] = {}
     for lane in alive:
-        g = groups[lane]
+        g = int(groups[lane])
         if g not in best or loglik[lane] > loglik[best[g]]:
             best[g] = lane
-    return [Fitted(ClassModel.from_flat(flats[best[g]], pad), float(loglik[best[g]]),
-                   int(n_iter[best[g]])) for g in sorted(best)]
+    return [(flats[best[g]], float(loglik[best[g]]), int(n_iter[best[g]])) for g in sorted(best)]
+
+
+def _lc_lanes(data: Dataset, models: list[ClassModel]):
+    """Latent class models (same ``m``) as lanes of their capacity layout."""
+    pad = layout(data, models[0].n_classes)
+    packed = [s.padded(pad) for s in models]
+    return pad, *(np.stack(parts) for parts in zip(*packed, strict=True))
+
+
+def multiple_restart_em(data: Dataset, starts: list[ClassModel], q: int, settings: EMSettings,
+                        weights: np.ndarray | None = None, groups: np.ndarray | None = None,
+                        deadline: float | None = None) -> list[Fitted]:
+    """:func:`prune_em` of latent class starting models (all with the same number of
+    classes): the best model of every group."""
+    pad, flats, active, values = _lc_lanes(data, starts)
+    return [Fitted(ClassModel.from_flat(x, pad), ll, it) for x, ll, it in
+            prune_em(pad.padded, data, flats, active, values, q, settings, weights, groups,
+                     deadline)]
 
 
 def _largest_group(groups: np.ndarray) -> int:
@@ -167,24 +180,26 @@ def _prune(alive: np.ndarray, groups: np.ndarray, loglik: np.ndarray, q: int) ->
 
 def log_likelihoods(data: Dataset, models: list[ClassModel]) -> np.ndarray:
     """``ln p(y | model)`` of every model (all with the same number of classes) on ``data``."""
-    m = models[0].n_classes
-    pad = layout(data, m)
-    flats = np.stack([s.padded(pad)[0] for s in models])
+    pad, flats, active, values = _lc_lanes(data, models)
     weights = np.broadcast_to(data.counts, (len(models), data.n_patterns))
-    return _run(data, m, weights, flats, 0, EMSettings())[1]
+    return run_lanes(pad.padded, data, weights, flats, active, values, 0, EMSettings())[1]
 
 
 _e_step = jax.jit(e_step, static_argnums=0)
 
 
-def class_posteriors(data: Dataset, model: ClassModel) -> np.ndarray:
-    """``(m, P)``: ``P(h_l | d_j)`` for every pattern (eq. 3.8)."""
-    pad = layout(data, model.n_classes)
-    flat_x, _, _ = model.padded(pad)
-    shapes = pad.padded.table_shapes
+def root_posteriors(padded: Structure, flat_x: np.ndarray, data: Dataset) -> np.ndarray:
+    """``(C, P)``: ``P(root = h | d_j)`` for every pattern, in ``padded``'s flat tables."""
+    shapes = padded.table_shapes
     bounds = np.cumsum([0] + [q * r for q, r in shapes])
     with np.errstate(divide="ignore"):
         log_tables = tuple(jnp.asarray(np.log(flat_x[a:b]).reshape(s)) for a, b, s in
                            zip(bounds[:-1], bounds[1:], shapes, strict=True))
-    est = _e_step(pad.padded, log_tables, jnp.asarray(data.patterns), jnp.asarray(data.counts))
-    return np.asarray(est.hidden_marginals[0])[:, :model.n_classes].T
+    est = _e_step(padded, log_tables, jnp.asarray(data.patterns), jnp.asarray(data.counts))
+    return np.asarray(est.hidden_marginals[padded.hidden_nodes.index(padded.root)]).T
+
+
+def class_posteriors(data: Dataset, model: ClassModel) -> np.ndarray:
+    """``(m, P)``: ``P(h_l | d_j)`` for every pattern (eq. 3.8)."""
+    pad = layout(data, model.n_classes)
+    return root_posteriors(pad.padded, model.padded(pad)[0], data)[:model.n_classes]

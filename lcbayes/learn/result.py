@@ -28,7 +28,9 @@ class Move(NamedTuple):
     Attributes:
         step: position in the path (0: the starting model).
         operation: ``"start"``, ``"split"``, ``"merge"``, ``"adjust"`` or ``"restarts"``.
-        classes: the candidate's number of classes ``|H|``.
+        classes: the candidate's number of classes ``|H|`` (HLC: its total number of hidden
+            states).
+        hidden: its hidden cardinalities as text (``"3"``; HLC: ``"H:2 H1:3 H2:1"``).
         loglik: its log-likelihood after the move's multiple-restart EM.
         score: its score.
         accepted: whether it became the current model.
@@ -38,6 +40,7 @@ class Move(NamedTuple):
     step: int
     operation: str
     classes: int
+    hidden: str
     loglik: float
     score: float
     accepted: bool
@@ -83,8 +86,14 @@ class LearnResult:
 
     @property
     def n_classes(self) -> int:
-        """``|H|`` of the best model."""
+        """``|H|`` of the best model (HLC: the root's number of states)."""
         return self.fit.structure.cardinalities[self.fit.structure.root]
+
+    @property
+    def cardinalities(self) -> dict[str, int]:
+        """``{hidden node: states}`` of the best model."""
+        s = self.fit.structure
+        return {s.nodes[h]: s.cardinalities[h] for h in s.hidden_nodes}
 
     def to_frame(self) -> pd.DataFrame:
         """The path: one row per move (:class:`Move`'s fields as columns)."""
@@ -96,7 +105,8 @@ class LearnResult:
         ``path`` of moves and the search's settings."""
         return json_value({
             "method": self.method, "score_name": self.score_name, "score": self.score,
-            "n_classes": self.n_classes, "stopped": self.stopped, "seed": self.seed,
+            "n_classes": self.n_classes, "cardinalities": self.cardinalities,
+            "stopped": self.stopped, "seed": self.seed,
             "seconds": self.seconds, "settings": self.settings,
             "best": {**self.fit.to_dict(), "score": self.score},
             "path": [m._asdict() for m in self.path],
@@ -105,13 +115,18 @@ class LearnResult:
     def summary(self) -> str:
         """A short printout: the best model, how the search got there."""
         accepted = [m for m in self.path if m.accepted]
-        route = " -> ".join(f"{m.classes}" for m in accepted)
+        route = " -> ".join(m.hidden for m in accepted)
+        if self.structure.kind == "latent_class":
+            best = plural(self.n_classes, "class", "classes")
+        else:
+            best = "hidden cardinalities " + ", ".join(f"{h} = {c}" for h, c in
+                                                       self.cardinalities.items())
         lines = [
             f"Structure search ({self.method}, score {self.score_name}): best model has "
-            f"{plural(self.n_classes, 'class', 'classes')}, {self.score_name} = "
-            f"{self.score:.2f}, log-likelihood {self.fit.loglik:.2f}",
+            f"{best}, {self.score_name} = {self.score:.2f}, log-likelihood "
+            f"{self.fit.loglik:.2f}",
             f"  {plural(len(self.path), 'move')} tried, {len(accepted)} accepted "
-            f"(|H|: {route}); {self.seconds:.1f} s, stopped: "
+            f"({route}); {self.seconds:.1f} s, stopped: "
             + ("no move improved the score" if self.stopped == "converged"
                else "time limit reached"),
         ]

@@ -13,8 +13,8 @@ default here. The others are lcbayes's, beyond the thesis:
   score is a VBEM run.
 
 ``N`` is the number of rows with at least one observed value. Within one step of a search the
-candidates have the same number of classes, so the search picks among them by log-likelihood
-and scores only the winner (:class:`Scorer`).
+candidates have the same structure, so the search picks among them by log-likelihood and scores
+only the winner (:class:`Scorer`).
 """
 
 from __future__ import annotations
@@ -22,15 +22,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cached_property
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .. import scores
 from ..constructors import latent_class
 from ..data import Dataset
 from ..dimension import effective_dimension
+from ..inference import e_step
+from ..params import from_tables
 from ..structure import Structure
-from .mixture import ClassModel
-from .restarts import class_posteriors
 
 __all__ = ["SCORES", "Scorer"]
 
@@ -45,15 +47,15 @@ SCORES = {
 
 
 class Scorer:
-    """The score ``name`` of latent class models of ``data`` (module docstring), with every
-    structure and dimension it needs cached by number of classes."""
+    """The score ``name`` (module docstring) of models of ``data``: any latent class or HLC
+    structure with its ``(q, r)`` tables; dimensions and latent class structures cached."""
 
     def __init__(self, data: Dataset, name: str):
         self.data = data
         self.name = name
         self._structures: dict[int, Structure] = {}
-        self._dimensions: dict[int, int] = {}
-        self._rule: Callable[[ClassModel, float], float] = getattr(self, f"_{name}")
+        self._dimensions: dict[Structure, int] = {}
+        self._rule: Callable[[Structure, tuple, float], float] = getattr(self, f"_{name}")
 
     @cached_property
     def n_rows(self) -> int:
@@ -65,38 +67,37 @@ class Scorer:
             self._structures[n_classes] = latent_class(self.data, n_classes)
         return self._structures[n_classes]
 
-    def dimension(self, n_classes: int) -> int:
-        """The standard dimension ``d`` of ``n_classes`` classes."""
-        return self.structure(n_classes).n_parameters
+    def __call__(self, structure: Structure, tables: tuple, loglik: float) -> float:
+        """The score of ``structure`` with ``tables`` whose log-likelihood is ``loglik``."""
+        return float(self._rule(structure, tables, loglik))
 
-    def __call__(self, model: ClassModel, loglik: float) -> float:
-        """The score of ``model`` whose log-likelihood on the data is ``loglik``."""
-        return float(self._rule(model, loglik))
+    def _bic(self, structure: Structure, tables: tuple, loglik: float) -> float:
+        return scores.bic(loglik, structure.n_parameters, self.n_rows)
 
-    def _bic(self, model: ClassModel, loglik: float) -> float:
-        return scores.bic(loglik, self.dimension(model.n_classes), self.n_rows)
+    def _aic(self, structure: Structure, tables: tuple, loglik: float) -> float:
+        return scores.aic(loglik, structure.n_parameters)
 
-    def _aic(self, model: ClassModel, loglik: float) -> float:
-        return scores.aic(loglik, self.dimension(model.n_classes))
+    def _bic_e(self, structure: Structure, tables: tuple, loglik: float) -> float:
+        if structure not in self._dimensions:
+            self._dimensions[structure] = effective_dimension(structure)
+        return scores.bic(loglik, self._dimensions[structure], self.n_rows)
 
-    def _bic_e(self, model: ClassModel, loglik: float) -> float:
-        m = model.n_classes
-        if m not in self._dimensions:
-            self._dimensions[m] = effective_dimension(self.structure(m))
-        return scores.bic(loglik, self._dimensions[m], self.n_rows)
-
-    def _icl(self, model: ClassModel, loglik: float) -> float:
-        post = class_posteriors(self.data, model)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(post > 0, post * np.log(post), 0.0)
+    def _icl(self, structure: Structure, tables: tuple, loglik: float) -> float:
         seen = (self.data.patterns >= 0).any(axis=1)  # rows with no observed value: no entropy
-        entropy = -float((self.data.counts * seen) @ terms.sum(axis=0))
-        return scores.icl(loglik, self.dimension(model.n_classes), self.n_rows, entropy)
+        with np.errstate(divide="ignore"):
+            log_tables = tuple(jnp.log(jnp.asarray(t)) for t in tables)
+        est = _e_step(structure, log_tables, jnp.asarray(self.data.patterns),
+                      jnp.asarray(self.data.counts))
+        entropy = float((self.data.counts * seen) @ np.asarray(est.hidden_entropy))
+        return scores.icl(loglik, structure.n_parameters, self.n_rows, entropy)
 
-    def _vbem(self, model: ClassModel, loglik: float) -> float:
+    def _vbem(self, structure: Structure, tables: tuple, loglik: float) -> float:
         from ..engines.em import em
         from ..engines.vbem import vbem
 
-        structure = self.structure(model.n_classes)
-        fit = em(structure, self.data, restarts=0, init=model.params(structure), max_iter=1)
+        fit = em(structure, self.data, restarts=0, init=from_tables(structure, tables),
+                 max_iter=1)
         return vbem(structure, self.data, restarts=0, init=fit).elbo_corrected
+
+
+_e_step = jax.jit(e_step, static_argnums=0)

@@ -1,14 +1,11 @@
-"""Learning the number of latent classes: SplitMerge, Standard3 and StandardFixed.
+"""Learning hidden cardinalities: the number of latent classes (Karčiauskas 2005, Ch. 6) and
+the cardinalities of an HLC model on a given skeleton (Ch. 7).
 
-Karčiauskas (2005) Ch. 6. **SplitMerge** (Procedure 6.1) is a GES-like loop from the one-class
-maximum-likelihood model: phase 1 applies the ``up`` move while it improves the score, phase 2
-the ``down`` move likewise; a phase that improved the model re-opens the other; when neither is
-open, the ``sideways`` move (Adjust) is tried and, if it gains more than ``delta``, both phases
-re-open, else the search ends. The moves reuse parameters (:class:`.moves.ReuseMoves`).
-**Standard3** is the same loop with random restarts (:class:`.moves.RandomMoves`).
-**StandardFixed** (Procedure 4.3) knows the number of classes: ``16`` random starts, then
-``32``, ``64``, ... (multiple-restart EM each time), keeping the best, until the time limit (or,
-without one, :data:`FIXED_ROUNDS` rounds).
+Each search is SplitMerge (parameter reuse: :mod:`.moves`, :mod:`.tree_moves`), SplitMerge
+without Adjust, Standard3 (random restarts in the same loop) or StandardFixed (random restarts
+at a given structure); the loop is :mod:`.driver`'s. The latent class search starts from the
+one-class maximum-likelihood model, the HLC search from the skeleton with every hidden
+cardinality 1 (its maximum-likelihood model: the leaves' observed frequencies).
 
 Every candidate is fitted by multiple-restart EM (:mod:`.restarts`; tolerance 0.01 nats,
 200 iterations, SQUAREM cycles) and the best model found gets a final :func:`lcbayes.em` from
@@ -18,11 +15,17 @@ its parameters (default tolerance), which gives the result's fit and scores.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
+import numpy as np
+
+from ..constructors import hlc
+from ..data import Dataset
 from ..engines.em import em
-from ..errors import ArgumentError
+from ..errors import ArgumentError, StructureError
+from ..params import to_tables
 from ..progress import new_bar
+from ..structure import Structure
 from ..validation import (
     Seed,
     as_dataset,
@@ -33,89 +36,66 @@ from ..validation import (
     numpy_rng,
     seed_record,
 )
+from .driver import Path, fixed, greedy
 from .mixture import independence_model, random_model
 from .moves import Context, RandomMoves, ReuseMoves, Scored
 from .restarts import EMSettings
-from .result import LearnResult, Move
+from .result import LearnResult
 from .scoring import SCORES, Scorer
+from .tree_moves import TreeRandomMoves, TreeReuseMoves, fit_trees, tree_scored, walk
+from .trees import TreeModel, random_tree, with_cardinalities
 
-__all__ = ["FIXED_ROUNDS", "METHODS", "learn_classes"]
+__all__ = ["METHODS", "learn_classes", "learn_hlc"]
 
-#: The searches of :func:`learn_classes`.
+#: The searches of :func:`learn_classes` and :func:`learn_hlc`.
 METHODS = ("splitmerge", "splitmerge_noadjust", "standard3", "fixed")
-#: StandardFixed without a time limit: rounds of 16, 32, ..., 16 * 2^(FIXED_ROUNDS - 1) starts.
-FIXED_ROUNDS = 5
 
 
-class _Path:
-    """The moves tried so far, with the time since the start, and an optional progress bar."""
-
-    def __init__(self, started: float, bar) -> None:
-        self.started, self.bar, self.moves = started, bar, []
-
-    def add(self, operation: str, candidate: Scored, accepted: bool) -> None:
-        self.moves.append(Move(step=len(self.moves), operation=operation,
-                               classes=candidate.n_classes, loglik=candidate.loglik,
-                               score=candidate.score, accepted=accepted,
-                               seconds=time.perf_counter() - self.started))
-        if self.bar is not None:
-            self.bar.update(1)
-            self.bar.set_postfix_str(f"{operation} -> {candidate.n_classes} classes, "
-                                     f"score {candidate.score:.1f}")
-
-
-def _phase(path: _Path, ctx: Context, move: Callable, name: str, current: Scored) -> Scored:
-    """Apply ``move`` while it improves the score (one phase of Procedure 6.1)."""
-    while not ctx.expired():
-        candidate = move(current)
-        if candidate is None:
-            break
-        better = candidate.score > current.score
-        path.add(name, candidate, better)
-        if not better:
-            break
-        current = candidate
-    return current
+def _context(data: Dataset, score: str, method: str, seed, time_limit, started: float,
+             max_classes, splits, perturbation, starts, delta, tol, max_iter) -> Context:
+    """The checked arguments every search shares, as a :class:`~.moves.Context`."""
+    check_choice(score, "score", tuple(SCORES))
+    check_choice(method, "method", METHODS)
+    if data.n_observed_rows == 0:
+        raise ArgumentError("data has no row with an observed value; nothing to learn from")
+    if time_limit is not None:
+        time_limit = check_positive(time_limit, "time_limit")
+    return Context(
+        data=data, scorer=Scorer(data, score), rng=numpy_rng(seed),
+        em=EMSettings(check_positive(tol, "tol"), check_int(max_iter, "max_iter", 1)),
+        deadline=None if time_limit is None else started + time_limit,
+        n_splits=check_int(splits, "splits", 1),
+        perturbation=check_positive(perturbation, "perturbation"),
+        starts=check_int(starts, "starts", 1), delta=float(delta),
+        max_classes=None if max_classes is None else check_int(max_classes, "max_classes", 1))
 
 
-def _greedy(path: _Path, ctx: Context, moves, adjust: bool, start: Scored) -> Scored:
-    """Procedure 6.1 (module docstring)."""
-    current, grow, shrink = start, True, True
-    while not ctx.expired():
-        if grow:
-            before, grow = current.score, False
-            current = _phase(path, ctx, moves.up, "split", current)
-            shrink = shrink or current.score > before
-        if shrink and not ctx.expired():
-            before, shrink = current.score, False
-            current = _phase(path, ctx, moves.down, "merge", current)
-            grow = grow or current.score > before
-        if grow or shrink:
-            continue
-        candidate = moves.sideways(current) if adjust and not ctx.expired() else None
-        if candidate is None:
-            break
-        better = candidate.score > current.score + ctx.delta
-        path.add("adjust", candidate, better)
-        if not better:
-            break
-        current, grow, shrink = candidate, True, True
-    return current
+def _run(ctx: Context, name: str, progress: bool, search: Callable[[Path], Scored],
+         started: float) -> tuple[Scored, Path]:
+    bar = new_bar(desc=name, unit="move") if progress else None
+    path = Path(started, bar)
+    try:
+        return search(path), path
+    finally:
+        if bar is not None:
+            bar.close()
 
 
-def _fixed(path: _Path, ctx: Context, classes: int) -> Scored:
-    """StandardFixed (Procedure 4.3, module docstring)."""
-    current, n = None, 16
-    for round_ in range(10**9 if ctx.deadline is not None else FIXED_ROUNDS):
-        if round_ and ctx.expired():
-            break
-        starts = [random_model(ctx.data, classes, ctx.rng) for _ in range(n)]
-        candidate = ctx.best_of(starts, ctx.q_split)
-        better = current is None or candidate.score > current.score
-        path.add("restarts", candidate, better)
-        current = candidate if better else current
-        n *= 2
-    return current
+def _result(ctx: Context, structure: Structure, params, path: Path, method: str, seed,
+            started: float, settings: dict) -> LearnResult:
+    """The result: a final EM of the best model (every score of :class:`~lcbayes.EMResult`)."""
+    fit = em(structure, ctx.data, restarts=0, init=params)
+    tables = tuple(np.asarray(t) for t in to_tables(structure, fit.params))
+    return LearnResult(
+        fit=fit, score_name=ctx.scorer.name, score=ctx.scorer(structure, tables, fit.loglik),
+        method=method, path=tuple(path.moves),
+        stopped="time_limit" if ctx.expired() else "converged", seed=seed_record(seed),
+        seconds=time.perf_counter() - started,
+        settings={"splits": ctx.n_splits, "perturbation": ctx.perturbation,
+                  "q_split": ctx.q_split, "q_merge": ctx.q_merge, "starts": ctx.starts,
+                  "delta": ctx.delta, "tol": ctx.em.tol, "max_iter": ctx.em.max_iter,
+                  "time_limit": None if ctx.deadline is None else ctx.deadline - started,
+                  "max_classes": ctx.max_classes, **settings})
 
 
 def learn_classes(
@@ -147,7 +127,7 @@ def learn_classes(
             same loop) or ``"fixed"`` (StandardFixed: random restarts at ``classes``).
         seed: a non-negative integer or a ``jax.random`` key; the same seed gives the same
             path.
-        time_limit: seconds; the search returns the best model found when it runs out (the
+        time_limit: seconds; the search returns the best model found when they run out (the
             move under way finishes first). ``None``: run to the end.
         classes: the number of classes of ``method="fixed"`` (required there, refused
             elsewhere).
@@ -166,11 +146,9 @@ def learn_classes(
         engine and by :func:`lcbayes.compare`), its score and the path of moves.
     """
     started, seed = time.perf_counter(), check_seed(seed)
-    check_choice(score, "score", tuple(SCORES))
-    check_choice(method, "method", METHODS)
     data = as_dataset(data)
-    if data.n_observed_rows == 0:
-        raise ArgumentError("data has no row with an observed value; nothing to learn from")
+    ctx = _context(data, score, method, seed, time_limit, started, max_classes, splits,
+                   perturbation, starts, delta, tol, max_iter)
     if method == "fixed":
         if classes is None:
             raise ArgumentError("method='fixed' needs classes=K, the number of classes to fit")
@@ -178,38 +156,121 @@ def learn_classes(
     elif classes is not None:
         raise ArgumentError(f"classes= is the number of classes of method='fixed'; "
                             f"method={method!r} searches for it, leave it out")
-    if time_limit is not None:
-        time_limit = check_positive(time_limit, "time_limit")
-    ctx = Context(
-        data=data, scorer=Scorer(data, score), rng=numpy_rng(seed),
-        em=EMSettings(check_positive(tol, "tol"), check_int(max_iter, "max_iter", 1)),
-        deadline=None if time_limit is None else started + time_limit,
-        n_splits=check_int(splits, "splits", 1),
-        perturbation=check_positive(perturbation, "perturbation"),
-        starts=check_int(starts, "starts", 1), delta=float(delta),
-        max_classes=None if max_classes is None else check_int(max_classes, "max_classes", 1))
-    bar = new_bar(desc=f"learn_classes ({method})", unit="move") if progress else None
-    path = _Path(started, bar)
-    try:
+
+    def search(path: Path) -> Scored:
         if method == "fixed":
-            best = _fixed(path, ctx, classes)
-        else:
-            start = ctx.best_of([independence_model(data)], 1)
-            path.add("start", start, True)
-            moves = ReuseMoves(ctx) if method.startswith("splitmerge") else RandomMoves(ctx)
-            best = _greedy(path, ctx, moves, method != "splitmerge_noadjust", start)
-    finally:
-        if bar is not None:
-            bar.close()
-    stopped = "time_limit" if ctx.expired() else "converged"
-    structure = ctx.scorer.structure(best.n_classes)
-    fit = em(structure, data, restarts=0, init=best.model.params(structure))
-    return LearnResult(
-        fit=fit, score_name=score, score=ctx.scorer(best.model, fit.loglik),
-        method=method, path=tuple(path.moves), stopped=stopped, seed=seed_record(seed),
-        seconds=time.perf_counter() - started,
-        settings={"splits": ctx.n_splits, "perturbation": ctx.perturbation,
-                  "q_split": ctx.q_split, "q_merge": ctx.q_merge, "starts": ctx.starts,
-                  "delta": ctx.delta, "tol": ctx.em.tol, "max_iter": ctx.em.max_iter,
-                  "time_limit": time_limit, "max_classes": ctx.max_classes,
-                  "classes": classes})
+            return fixed(path, ctx, lambda n: ctx.best_of(
+                [random_model(data, classes, ctx.rng) for _ in range(n)], ctx.q_split))
+        start = ctx.best_of([independence_model(data)], 1)
+        path.add("start", start, True)
+        moves = ReuseMoves(ctx) if method.startswith("splitmerge") else RandomMoves(ctx)
+        return greedy(path, ctx, moves, method != "splitmerge_noadjust", start)
+
+    best, path = _run(ctx, f"learn_classes ({method})", progress, search, started)
+    structure = ctx.scorer.structure(best.model.n_classes)
+    return _result(ctx, structure, best.model.params(structure), path, method, seed, started,
+                   {"classes": classes})
+
+
+def _skeleton(data: Dataset, skeleton) -> Structure:
+    """The HLC structure of ``skeleton`` (a tree ``{hidden: [children]}`` or an HLC
+    :class:`~lcbayes.Structure`) with every hidden cardinality 1, over all of ``data``'s
+    columns."""
+    if isinstance(skeleton, Structure):
+        if skeleton.kind != "hlc":
+            raise StructureError(f"skeleton is a {skeleton.kind} structure; give an HLC "
+                                 "structure or a tree {hidden: [children]}")
+        skeleton = {skeleton.nodes[h]: [skeleton.nodes[c] for c in skeleton.children[h]]
+                    for h in skeleton.hidden_nodes}
+    if not isinstance(skeleton, Mapping) or not all(
+            isinstance(v, Sequence) and not isinstance(v, str) for v in skeleton.values()):
+        raise StructureError("skeleton must be a tree {hidden node: [children]}, e.g. "
+                             "{'H': ['H1', 'D'], 'H1': ['A', 'B', 'C']}")
+    structure = hlc(data, skeleton, {h: 1 for h in skeleton})
+    left_out = [c for c in data.columns if c not in structure.nodes]
+    if left_out:
+        raise StructureError(f"the skeleton leaves out column(s) {left_out}; make every data "
+                             "column a leaf of the tree, or select the columns it uses")
+    return structure
+
+
+def _ml_start(structure: Structure, data: Dataset) -> TreeModel:
+    """Every hidden cardinality 1: the leaves' observed frequencies (the ML model)."""
+    freq = independence_model(data).items
+    column = {name: j for j, name in enumerate(data.columns)}
+    tables = tuple(freq[column[structure.nodes[i]]] if not structure.hidden[i]
+                   else np.ones((1, 1)) for i in range(structure.n_nodes))
+    return TreeModel(structure, tables)
+
+
+def learn_hlc(
+    data,
+    skeleton,
+    *,
+    score: str = "bic",
+    method: str = "splitmerge",
+    seed: Seed = 0,
+    time_limit: float | None = None,
+    cardinalities: Mapping[str, int] | None = None,
+    max_cardinality: int | None = None,
+    splits: int = 16,
+    perturbation: float = 0.001,
+    starts: int = 64,
+    delta: float = 0.1,
+    tol: float = 0.01,
+    max_iter: int = 200,
+    progress: bool = False,
+) -> LearnResult:
+    """Find the hidden cardinalities of an HLC model on a fixed ``skeleton`` that maximise a
+    score (Karčiauskas 2005, Ch. 7: HLCSplitMerge and its baselines).
+
+    Args:
+        data: the data; every column must be a leaf of ``skeleton``.
+        skeleton: the tree ``{hidden node: [children]}`` (children are hidden nodes or data
+            columns), as for :func:`lcbayes.hlc`, or an HLC structure (its cardinalities are
+            ignored).
+        score, seed, time_limit, splits, perturbation, starts, delta, tol, max_iter,
+            progress: as for :func:`learn_classes`.
+        method: ``"splitmerge"`` (HLCSplitMerge, Procedures 7.1-7.4),
+            ``"splitmerge_noadjust"``, ``"standard3"`` (HLCStandard3: HLCIncrement,
+            HLCDecrement, HLCNewParams) or ``"fixed"`` (HLCStandardFixed at
+            ``cardinalities``).
+        cardinalities: ``{hidden node: states}`` of ``method="fixed"``.
+        max_cardinality: never give a hidden node more states than this.
+
+    Returns:
+        A :class:`LearnResult` whose ``fit`` is the best HLC model (rooted as ``skeleton``)
+        and whose path records every move with the hidden cardinalities.
+    """
+    started, seed = time.perf_counter(), check_seed(seed)
+    data = as_dataset(data)
+    ctx = _context(data, score, method, seed, time_limit, started, max_cardinality, splits,
+                   perturbation, starts, delta, tol, max_iter)
+    structure = _skeleton(data, skeleton)
+    if method == "fixed":
+        if cardinalities is None:
+            raise ArgumentError("method='fixed' needs cardinalities={hidden node: states}")
+        cards = {structure.index(h): check_int(c, f"cardinalities[{h!r}]", 1)
+                 for h, c in cardinalities.items()}
+        if any(structure.hidden[i] is False for i in cards):
+            raise ArgumentError("cardinalities names observed columns; give hidden nodes")
+        fixed_structure = with_cardinalities(structure, cards)
+    elif cardinalities is not None:
+        raise ArgumentError(f"cardinalities= belongs to method='fixed'; method={method!r} "
+                            "searches for them, leave it out")
+
+    def search(path: Path) -> Scored:
+        if method == "fixed":
+            return fixed(path, ctx, lambda n: tree_scored(ctx, *fit_trees(
+                ctx, [random_tree(fixed_structure, ctx.rng) for _ in range(n)],
+                ctx.q_split)[0]))
+        start = tree_scored(ctx, *fit_trees(ctx, [_ml_start(structure, data)], 1)[0])
+        path.add("start", start, True)
+        moves = (TreeReuseMoves(ctx) if method.startswith("splitmerge")
+                 else TreeRandomMoves(ctx))
+        return greedy(path, ctx, moves, method != "splitmerge_noadjust", start)
+
+    best, path = _run(ctx, f"learn_hlc ({method})", progress, search, started)
+    final = walk(best.model, structure.root)
+    return _result(ctx, final.structure, final.params, path, method, seed, started,
+                   {"cardinalities": None if cardinalities is None else dict(cardinalities)})
