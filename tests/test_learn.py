@@ -232,6 +232,8 @@ def test_cli_learn_json(small, tmp_path, capsys):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--time-limit", "0"], "--time-limit"),
+    (["--score", "bics"], "unknown score 'bics'; choose from bic, bic_e"),
+    (["--method", "greedy"], "unknown method 'greedy'"),
     (["--time-limit", "-3"], "--time-limit"),
     (["--method", "fixed"], "needs classes"),
 ])

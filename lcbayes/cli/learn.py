@@ -33,11 +33,12 @@ def add_parser(sub) -> None:
     add_data_arguments(cmd)
     cmd.add_argument("--skeleton", help="JSON file {\"tree\": {hidden: [children]}}: learn the "
                                         "hidden cardinalities of an HLC model on this tree")
-    cmd.add_argument("--score", default=default(learn_classes, "score"), choices=list(SCORES),
-                     help=f"the score to maximise (default {default(learn_classes, 'score')})")
+    cmd.add_argument("--score", default=default(learn_classes, "score"),
+                     help=f"the score to maximise: {', '.join(SCORES)} (default "
+                          f"{default(learn_classes, 'score')})")
     cmd.add_argument("--method", default=default(learn_classes, "method"),
-                     choices=list(METHODS),
-                     help=f"the search (default {default(learn_classes, 'method')})")
+                     help=f"the search: {', '.join(METHODS)} (default "
+                          f"{default(learn_classes, 'method')})")
     cmd.add_argument("--classes", type=int, default=None,
                      help="the number of classes of --method fixed (with --skeleton: the "
                           "file's cardinalities)")
