@@ -13,18 +13,23 @@ The parts, each run as its own process with the same ``--seed`` (default 0):
   ``demo.html``, ``demo.md`` and the ``demo-*.png`` figures;
 * ``beal``: ``python benchmarks/beal_136.py --out OUT --seed SEED`` writes
   ``beal-ghahramani-table2.md``, ``-fig2.png`` and ``-scores.csv`` (the long one: all 136
-  structures at 20 data sizes; ``--quick`` skips it).
+  structures at 20 data sizes; ``--quick`` skips it);
+* ``learn``: ``python benchmarks/learn.py --out OUT --seed SEED`` writes
+  ``karciauskas-learning.md`` (SplitMerge, Standard3 and StandardFixed beside Karčiauskas
+  2005, Tables 6.1-6.3 and 6.13, and their speed; minutes, ``--quick`` skips it).
 
 The same seed in the same environment gives the same bytes, apart from the timings the reports
 state (:data:`TIMINGS`): the demo's "Seconds" block (``demo.md``: the line ``**Seconds**: ...``;
 ``demo.html``: the table under ``<h3>Seconds</h3>``, both written by the comparison report's
 Run section) and, in ``beal-ghahramani-table2.md``, the ``EM s`` / ``VB s`` columns of the
-"Per size" table and the "Timing" section. The demo report also states the versions of
-Python and the libraries and the platform string, kernel build included (its "Versions"
-block), so another machine or environment gives other bytes there, and other library versions
-may give other numbers and PNG bytes. ``--compare-with DIR`` checks
-the files just written against those of ``DIR`` with the timings masked, prints what differs
-and exits with status 1 if anything does.
+"Per size" table and the "Timing" section; in ``karciauskas-learning.md`` the "Wall time"
+line, every time column, every StandardFixed line (its search is cut by a time limit, so its
+result depends on the machine's speed) and the "Speed" section. The demo report and the
+learning report also state the versions of Python and the libraries and the platform string,
+kernel build included (their "Versions" block), so another machine or environment gives other
+bytes there, and other library versions may give other numbers and PNG bytes.
+``--compare-with DIR`` checks the files just written against those of ``DIR`` with the timings
+masked, prints what differs and exits with status 1 if anything does.
 """
 
 from __future__ import annotations
@@ -41,9 +46,10 @@ REPO = Path(__file__).resolve().parents[1]
 PARTS = {
     "demo": (["-m", "lcbayes.cli", "demo"], ("demo.html", "demo.md", "demo-*.png")),
     "beal": ([str(REPO / "benchmarks" / "beal_136.py")], ("beal-ghahramani-*",)),
+    "learn": ([str(REPO / "benchmarks" / "learn.py")], ("karciauskas-learning.md",)),
 }
 #: The parts ``--quick`` leaves out (minutes each).
-LONG_PARTS = ("beal",)
+LONG_PARTS = ("beal", "learn")
 #: Timings in the reports, per file: (pattern, replacement) applied before comparing.
 TIMINGS = {
     "demo.md": ((re.compile(r"^\*\*Seconds\*\*:.*$", re.M), "**Seconds**: (masked)"),),
@@ -51,9 +57,16 @@ TIMINGS = {
                    "<h3>Seconds</h3>(masked)"),),
     "beal-ghahramani-table2.md": ((re.compile(r"^## Timing\n.*?(?=^Figure:)", re.S | re.M),
                                    "## Timing\n(masked)\n\n"),),
+    "karciauskas-learning.md": (
+        (re.compile(r"^\*\*Wall time\*\*:.*$", re.M), "**Wall time**: (masked)"),
+        (re.compile(r"^## 3\. Speed\n.*?(?=^## )", re.S | re.M), "## 3. Speed\n(masked)\n\n"),
+        (re.compile(r"^\|.*StandardFixed.*$", re.M), "| (a StandardFixed row, masked) |"),
+        (re.compile(r"^[^|\n].*StandardFixed.*$", re.M), "(a StandardFixed line, masked)"),
+    ),
 }
 #: Table columns holding seconds, per file (masked in every row of a table that has them).
-TIMING_COLUMNS = {"beal-ghahramani-table2.md": ("EM s", "VB s")}
+TIMING_COLUMNS = {"beal-ghahramani-table2.md": ("EM s", "VB s"),
+                  "karciauskas-learning.md": ("t (s)", "first t (s)")}
 
 
 def commands(out: Path, seed: int, quick: bool) -> dict[str, list[str]]:

@@ -4,9 +4,11 @@ Chickering & Heckerman (1997) as configured by Karčiauskas (2005) §3.3 and §4
 all starting models; after cumulative iterations 1, 3, 7, 15, ... (``2^j - 1``) keep the best
 ``ceil(n / q)`` by log-likelihood; when one is left, continue it until the log-likelihood
 changes by less than ``tol`` (0.01 nats in the thesis) or ``max_iter`` iterations in all
-(200). Starts may belong to *groups* that are pruned separately, each with its own data
-weights: the partial EMs of all the components of a split step (each on its own soft sub-data,
-Procedure 6.2) run as one batch.
+(200). The stages before that run all their iterations: the tolerance applies to the survivor
+only (a split starts next to a saddle point, where EM gains little per iteration at first).
+Starts may belong to *groups* that are pruned separately, each with its own data weights: the
+partial EMs of all the components of a split step (each on its own soft sub-data, Procedure
+6.2) run as one batch.
 
 Every lane is :func:`lcbayes.engines.em.em_runner` (EM or SQUAREM cycles, an iteration being a
 cycle) on a latent class model in a capacity layout (:mod:`.mixture`), vmapped over lanes with
@@ -122,22 +124,24 @@ def prune_em(padded: Structure, data: Dataset, flats: np.ndarray, active: np.nda
     alive = np.arange(n)
     done, j = 0, 1
 
-    def advance(limit: int) -> None:
+    def advance(limit: int, until_converged: bool) -> None:
         x, ll, it = run_lanes(padded, data, weights[groups[alive]], flats[alive],
-                              active[alive], values[alive], limit, settings)
+                              active[alive], values[alive], limit,
+                              settings if until_converged else settings._replace(tol=0.0))
         flats[alive], loglik[alive] = x, ll
         n_iter[alive] += it
 
     while done < settings.max_iter and _largest_group(groups[alive]) > 1:
         target = min(2 ** j - 1, settings.max_iter)
-        advance(target - done)
+        advance(target - done, False)  # the stages run their iterations: near a saddle
+        # point (a fresh split) EM creeps before it climbs, and a tolerance would stop it
         done, j = target, j + 1
         alive = _prune(alive, groups, loglik, q)
         if deadline is not None and time.perf_counter() > deadline:
             break
     else:
         if done < settings.max_iter:
-            advance(settings.max_iter - done)
+            advance(settings.max_iter - done, True)
     best: dict[int, int] = {}
     for lane in alive:
         g = int(groups[lane])
