@@ -70,6 +70,12 @@ API: dict[str, str] = {
     "effective_dimension_details": "lcbayes.dimension",
     "DimensionResult": "lcbayes.dimension",
     "alias_count": "lcbayes.alias",
+    "fit_indices": "lcbayes.indices",
+    "goodness_of_fit": "lcbayes.indices",
+    "classification_quality": "lcbayes.indices",
+    "bivariate_residuals": "lcbayes.indices",
+    "standard_errors": "lcbayes.information",
+    "StandardErrorWarning": "lcbayes.information",
     "log_alias": "lcbayes.alias",
     # structure learning
     "learn_classes": "lcbayes.learn",

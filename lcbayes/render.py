@@ -140,15 +140,21 @@ def wrap(text: str, indent: str = "", hanging: str | None = None,
                          break_long_words=False, break_on_hyphens=False) or [indent.rstrip()]
 
 
-def matrix_lines(row_names: Sequence[str], col_names: Sequence[str], values, digits: int = 4
-                 ) -> list[str]:
+def matrix_lines(row_names: Sequence[str], col_names: Sequence[str], values, digits: int = 4,
+                 errors=None) -> list[str]:
     """A labelled matrix of numbers as aligned text (e.g. a CPT: parent configurations by
-    categories)."""
-    width = max(digits + 2, *(len(c) for c in col_names))
+    categories); with ``errors`` (same shape), every cell reads ``value (error)``."""
+    def cell(v, e) -> str:
+        return f"{v:.{digits}f}" if e is None else f"{v:.{digits}f} ({e:.{digits}f})"
+
+    error_rows = errors if errors is not None else [[None] * len(row) for row in values]
+    cells = [[cell(v, e) for v, e in zip(row, e_row, strict=True)]
+             for row, e_row in zip(values, error_rows, strict=True)]
+    width = max(digits + 2, *(len(c) for c in col_names), *(len(c) for r in cells for c in r))
     lead = max(len(r) for r in row_names)
     lines = [" " * lead + "  " + "  ".join(c.rjust(width) for c in col_names)]
-    for name, row in zip(row_names, values, strict=True):
-        lines.append(name.ljust(lead) + "  " + "  ".join(f"{v:{width}.{digits}f}" for v in row))
+    for name, row in zip(row_names, cells, strict=True):
+        lines.append(name.ljust(lead) + "  " + "  ".join(c.rjust(width) for c in row))
     return lines
 
 

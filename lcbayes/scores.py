@@ -4,6 +4,9 @@ All scores approximate ``ln p(y | m)``:
 
 * ``bic = loglik - d/2 ln N`` (Schwarz; Beal & Ghahramani eq. 24),
 * ``aic = loglik - d``,
+* ``abic = loglik - d/2 ln((N + 2) / 24)``, the sample-size-adjusted BIC (Sclove 1987; Mplus'
+  "Sample-Size Adjusted BIC" is ``-2 abic``),
+* ``caic = loglik - d/2 (ln N + 1)``, the consistent AIC (Bozdogan 1987),
 * ``icl = bic - E`` with ``E = -sum_rows sum_h q(h | y) ln q(h | y)`` the entropy of the posterior
   hidden memberships (Biernacki, Celeux & Govaert 2000, "ICL-BIC"),
 * ``bicp = bic + ln p(theta_hat | m)`` and Cheeseman-Stutz (Beal & Ghahramani §3.2-3.3, §4.1).
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["aic", "bic", "bicp", "cheeseman_stutz", "icl", "to_deviance_scale"]
+__all__ = ["abic", "aic", "bic", "bicp", "caic", "cheeseman_stutz", "icl", "to_deviance_scale"]
 
 
 def bic(loglik: float, n_parameters: int, n_rows: int) -> float:
@@ -31,6 +34,16 @@ def bic(loglik: float, n_parameters: int, n_rows: int) -> float:
 def aic(loglik: float, n_parameters: int) -> float:
     """``loglik - d``."""
     return float(loglik) - n_parameters
+
+
+def abic(loglik: float, n_parameters: int, n_rows: int) -> float:
+    """``loglik - d/2 ln((N + 2) / 24)`` (sample-size-adjusted BIC)."""
+    return float(loglik) - 0.5 * n_parameters * math.log((n_rows + 2) / 24)
+
+
+def caic(loglik: float, n_parameters: int, n_rows: int) -> float:
+    """``loglik - d/2 (ln N + 1)`` (consistent AIC)."""
+    return float(loglik) - 0.5 * n_parameters * (math.log(n_rows) + 1.0)
 
 
 def icl(loglik: float, n_parameters: int, n_rows: int, entropy: float) -> float:

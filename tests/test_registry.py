@@ -52,7 +52,8 @@ def data() -> lcb.Dataset:
 
 
 def test_the_built_in_methods_are_registered():
-    assert selectable_methods() == ("bic", "bic_e", "aic", "icl", "cs", "bicp", "vbem", "ais")
+    assert selectable_methods() == ("bic", "bic_e", "aic", "icl", "cs", "bicp", "abic", "caic",
+                                    "entropy", "vbem", "ais")
     assert default_methods() == ("bic", "bic_e", "aic", "icl", "cs", "vbem", "ais")
 
 

@@ -26,7 +26,7 @@ from ..engines.ais import KERNELS, ais
 from ..engines.em import em
 from ..engines.exact import exact_evidence
 from ..engines.vbem import vbem
-from ..render import fmt_setting
+from ..render import fmt_setting, wrap
 from .common import (
     UsageError,
     add_data_arguments,
@@ -41,7 +41,7 @@ __all__ = ["add_parser", "run"]
 #: The methods each method-specific option applies to (``--seed``, ``--prior`` apply to all
 #: but exact / all).
 OPTION_METHODS = {
-    "restarts": ("em", "vbem"), "keep": ("em",), "tol": ("em", "vbem"),
+    "restarts": ("em", "vbem"), "keep": ("em",), "se": ("em",), "tol": ("em", "vbem"),
     "max_iter": ("em", "vbem"), "max_terms": ("exact",), "chains": ("ais",),
     "temperatures": ("ais",), "schedule": ("ais",), "kernel": ("ais",),
     "target_stderr": ("ais",), "max_chains": ("ais",),
@@ -62,6 +62,9 @@ def add_parser(sub) -> None:
     fit.add_argument("--restarts", type=int, default=None,
                      help=f"random starts (default {default(em, 'restarts')} for em, "
                           f"{default(vbem, 'restarts')} for vbem)")
+    fit.add_argument("--se", default=None, choices=["empirical", "observed", "none"],
+                     help="standard errors of the EM estimates: empirical information "
+                          "(poLCA's, default), observed information, or none")
     fit.add_argument("--keep", type=int, default=None,
                      help=f"two-stage run: all restarts {default(em, 'burn_in')} iterations, "
                           "the KEEP best continue")
@@ -120,7 +123,9 @@ def _result(args: argparse.Namespace, structure, data):
     options = engine_options(args, restarts="restarts", tol="tol", max_iter="max_iter")
     if args.method == "vbem":
         return vbem(structure, data, seed=args.seed, prior=bayes_prior, **options)
-    return em(structure, data, seed=args.seed, prior=args.prior, keep=args.keep, **options)
+    se = {None: "empirical", "none": None}.get(args.se, args.se)
+    return em(structure, data, seed=args.seed, prior=args.prior, keep=args.keep,
+              standard_errors=se if args.prior is None else None, **options)
 
 
 def _ais_settings(result) -> str:
@@ -141,15 +146,36 @@ def run(args: argparse.Namespace) -> int:
         structure = structure_file(args.structure, data)
         data = structure.check_data(data)
     result = _result(args, structure, data)
+    indices = result.fit_indices(data) if args.method == "em" else None
     if args.json:
         out = result.to_dict()
         if args.method != "em":
             out.update(n_parameters=structure.n_parameters,
                        effective_dimension=effective_dimension(structure))
+        else:
+            out.update(abic=indices["abic"], caic=indices["caic"], indices=indices)
         out["seconds"] = time.perf_counter() - start
         print(json.dumps(out))
     else:
         print(result.summary())
         if args.method == "ais":
             print(_ais_settings(result))
+        if indices is not None:
+            print("\n".join(_index_lines(indices)))
     return 0
+
+
+def _index_lines(indices: dict) -> list[str]:
+    """Goodness of fit against the saturated table (poLCA's G^2, X^2, df) and the quality of
+    the classification, as applied papers report them."""
+    gof = indices["goodness_of_fit"]
+    lines = [f"G^2: {gof['g2']:.4f}  X^2: {gof['chi2']:.4f}  (residual df {gof['df']}; "
+             f"{gof['n_complete_rows']} complete rows in {gof['n_cells']} cells)"]
+    if gof["note"]:
+        lines += wrap(f"note: {gof['note']}", indent="  ", hanging="    ")
+    quality = indices["classification"]
+    if quality is not None:
+        lines.append(f"entropy R^2: {quality['entropy_r2']:.4f}; smallest class share "
+                     f"{quality['smallest_class_share']:.4f} (modal assignment "
+                     f"{quality['smallest_modal_share']:.4f})")
+    return lines

@@ -6,6 +6,8 @@ one maximum-likelihood EM fit, VBEM, AIS.
   no result and a note (or stops the comparison when ``exact=True``).
 * ``effective_dimension``: :func:`lcbayes.effective_dimension` (seed 0), for ``d_e``.
 * ``em``: :func:`lcbayes.em`, ``restarts`` starts with ``seed``; provides ``loglik``.
+* ``classification``: :func:`lcbayes.indices.classification_quality` of the EM fit (latent
+  class models; ``None`` otherwise).
 * ``vbem``: :func:`lcbayes.vbem`, the best of ``restarts`` prior-draw starts and, when the EM
   fit exists, one more started from it (so ``elbo >= cs``, Beal & Ghahramani Corollary 6.2),
   all in one call.
@@ -30,6 +32,7 @@ from ..engines.ais import ais
 from ..engines.em import em
 from ..engines.exact import exact_evidence
 from ..engines.vbem import vbem
+from ..indices import classification_quality
 from ..structure import Structure
 from .registry import Column, Need, register_need
 
@@ -79,6 +82,13 @@ def _vbem(structure, data, settings, fits):
                 init=fits.get("em"), **settings["iter_args"], **_padding(structure, settings))
 
 
+def _classification(structure, data, settings, fits):
+    fit = fits.get("em")
+    if fit is None or structure.kind != "latent_class":
+        return None
+    return classification_quality(structure, fit.params, data)
+
+
 def _ais(structure, data, settings, fits):
     return ais(structure, data, chains=settings["ais_chains"],
                temperatures=settings["ais_temperatures"], seed=settings["seed"],
@@ -92,4 +102,5 @@ register_need(Need("effective_dimension", "effective dimension", _effective_dime
 register_need(Need("em", "EM", _em, columns=(Column("loglik", "loglik"),),
                    values=lambda fit: {"loglik": fit.loglik}))
 register_need(Need("vbem", "VBEM", _vbem))
+register_need(Need("classification", "classification", _classification))
 register_need(Need("ais", "AIS", _ais))

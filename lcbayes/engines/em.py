@@ -277,6 +277,7 @@ def em(
     acceleration: Literal["squarem", "none"] = "squarem",
     pad_classes: int | None = None,
     init: Mapping[str, Any] | EMResult | None = None,
+    standard_errors: Literal["empirical", "observed"] | None = None,
 ) -> EMResult:
     """Fit ``structure`` to ``data`` by EM from ``restarts`` random starts; keep the best.
 
@@ -320,6 +321,10 @@ def em(
             fit of it. It runs after the random starts, in the same compiled program;
             ``restarts=0`` runs it alone (then the fit is EM from ``init``, with every score
             of :class:`EMResult`).
+        standard_errors: also compute the standard errors of the estimates from the
+            ``"empirical"`` information (poLCA's) or the ``"observed"`` information
+            (:mod:`lcbayes.information`); ``None`` (default): not (they cost one more
+            compiled program per structure).
     """
     start, seed = start_engine(structure, seed)
     restarts = check_int(restarts, "restarts", 0 if init is not None else 1)
@@ -330,6 +335,8 @@ def em(
     burn_in = check_int(burn_in, "burn_in", 1)
     check_choice(map_basis, "map_basis", ("softmax", "simplex"))
     check_choice(acceleration, "acceleration", ("squarem", "none"))
+    if standard_errors is not None:
+        check_choice(standard_errors, "standard_errors", ("empirical", "observed"))
     batch_size = check_batching(batch_size, restarts + (init is not None))
     padding = class_padding(structure, pad_classes)
     run_structure = structure if padding is None else padding.padded
@@ -366,7 +373,7 @@ def em(
     est = _final_e_step(run_structure, _log(jtables), patterns, observed)
     if padding is not None:
         est = padding.unpad_e_step(est)
-    return EMResult(
+    result = EMResult(
         params=from_tables(structure, tables),
         loglik=float(runs.loglik[best]),
         objective=float(runs.objective[best]),
@@ -383,4 +390,6 @@ def em(
         **record_fields(structure, data, runs, best, est.hidden_marginals, start, seed,
                         restarts, tol, max_iter),
     )
+    return result if standard_errors is None else result.with_standard_errors(data,
+                                                                             standard_errors)
 

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -45,6 +46,9 @@ class EMResult(RunRecord):
     family counts of the E step at the estimate (rows with no observed value left out: their
     factor is one), the completion behind :attr:`cs`; ``score_prior`` holds the Dirichlet
     pseudo-counts that CS and BICp use: the fit's prior, or 1 everywhere for an ML fit.
+    ``standard_errors`` (``{node: CPT-shaped}``, with ``se_method`` ``"empirical"`` or
+    ``"observed"``) are there when asked for (``em(standard_errors=...)`` or
+    :meth:`with_standard_errors`; :mod:`lcbayes.information`).
     """
 
     params: dict[str, np.ndarray]
@@ -59,6 +63,8 @@ class EMResult(RunRecord):
     entropy: float
     expected_counts: dict[str, np.ndarray]
     score_prior: dict[str, np.ndarray]
+    standard_errors: dict[str, np.ndarray] | None = None
+    se_method: str | None = None
 
     # ------------------------------------------------------------------ scores
     @property
@@ -70,6 +76,36 @@ class EMResult(RunRecord):
     def aic(self) -> float:
         """``loglik - d`` (poLCA's AIC is ``-2 * aic``)."""
         return scores.aic(self.loglik, self.n_parameters)
+
+    @property
+    def abic(self) -> float:
+        """``loglik - d/2 ln((N + 2) / 24)``, the sample-size-adjusted BIC (Mplus' is
+        ``-2 * abic``)."""
+        return scores.abic(self.loglik, self.n_parameters, self.n_observed_rows)
+
+    @property
+    def caic(self) -> float:
+        """``loglik - d/2 (ln N + 1)``, the consistent AIC (``-2 * caic`` on the deviance
+        scale)."""
+        return scores.caic(self.loglik, self.n_parameters, self.n_observed_rows)
+
+    def with_standard_errors(self, data, method: str = "empirical") -> EMResult:
+        """This fit with the standard errors of its estimates on ``data`` (the data it was
+        fitted to): ``"empirical"`` information (poLCA's) or ``"observed"`` information
+        (:func:`lcbayes.information.fit_standard_errors`)."""
+        from ..information import fit_standard_errors
+
+        errors = fit_standard_errors(self, data, method)
+        return dataclasses.replace(self, standard_errors=errors, se_method=method)
+
+    def fit_indices(self, data) -> dict:
+        """The indices applied papers report, on the data of the fit
+        (:func:`lcbayes.indices.fit_indices`): ``abic``, ``caic``, ``goodness_of_fit``
+        (poLCA's G^2, X^2 and df), ``classification`` (entropy R^2, average posteriors,
+        classification table, smallest class) and ``bivariate_residuals``."""
+        from ..indices import fit_indices
+
+        return fit_indices(self, data)
 
     @property
     def icl(self) -> float:
@@ -144,7 +180,10 @@ class EMResult(RunRecord):
     def to_frame(self) -> pd.DataFrame:
         """The estimate as a long table: ``node``, ``parents`` (the parent configuration, e.g.
         ``"class 2"``), ``category`` and ``probability``, one row per CPT entry."""
-        return self._frame({"probability": self.params})
+        values = {"probability": self.params}
+        if self.standard_errors is not None:
+            values["se"] = self.standard_errors
+        return self._frame(values)
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
@@ -175,6 +214,8 @@ class EMResult(RunRecord):
             "params": self.params,
             "expected_counts": self.expected_counts,
             "score_prior": self.score_prior,
+            "standard_errors": self.standard_errors,
+            "se_method": self.se_method,
             "conditional_probabilities": self.conditional_probabilities(),
             "class_weights": None if weights is None else weights,
         })
@@ -198,6 +239,9 @@ class EMResult(RunRecord):
             entropy=float(spec["entropy"]),
             expected_counts=arrays_from_json(spec["expected_counts"]),
             score_prior=arrays_from_json(spec["score_prior"]),
+            standard_errors=(None if spec.get("standard_errors") is None
+                             else arrays_from_json(spec["standard_errors"])),
+            se_method=spec.get("se_method"),
         )
         if spec.get("effective_dimension") is not None:  # spare recomputing the cached value
             result.__dict__["effective_dimension"] = int(spec["effective_dimension"])
@@ -216,7 +260,10 @@ class EMResult(RunRecord):
         else:
             head = (f"{s.kind.upper()} model: {len(s.hidden_nodes)} hidden, "
                     f"{len(s.observed_nodes)} observed nodes")
-        lines = [head + f", {estimator} by EM", "", *self.estimate_lines()]
+        qualifier = "" if self.se_method is None else f" (standard errors, {self.se_method} " \
+                                                       "information)"
+        lines = [head + f", {estimator} by EM", "",
+                 *self.estimate_lines(qualifier, errors=self.standard_errors)]
         status = "converged" if self.converged else "NOT converged (raise max_iter)"
         gap = np.abs(self.restart_objectives - self.objective)
         best_count = int(np.sum(gap < 1e-6 * max(1.0, abs(self.objective))))
@@ -227,13 +274,23 @@ class EMResult(RunRecord):
             + (f", {n_missing_rows} fully missing" if n_missing_rows else "") + ")",
             f"number of estimated parameters: {self.n_parameters}",
             f"log-likelihood: {self.loglik:.4f}",
-            f"BIC  (loglik - d/2 ln N): {self.bic:.4f}   [poLCA scale: {-2 * self.bic:.4f}]",
-            f"AIC  (loglik - d):        {self.aic:.4f}   [poLCA scale: {-2 * self.aic:.4f}]",
-            f"ICL  (BIC - entropy):     {self.icl:.4f}",
+            *self._score_lines(),
             f"EM: {status} after {plural(self.n_iter, 'iteration')}; best found by "
             f"{best_count} of {plural(self.restarts, 'restart')}; {self.seconds:.2f} s",
         ]
         return "\n".join(lines)
+
+    def _score_lines(self) -> list[str]:
+        """The information criteria, each with its formula and its deviance-scale value."""
+        rows = [("BIC", "loglik - d/2 ln N", self.bic, "poLCA"),
+                ("AIC", "loglik - d", self.aic, "poLCA"),
+                ("aBIC", "loglik - d/2 ln((N+2)/24)", self.abic, "Mplus"),
+                ("CAIC", "loglik - d/2 (ln N + 1)", self.caic, "deviance"),
+                ("ICL", "BIC - entropy", self.icl, None)]
+        width = max(len(f"{n} ({f}):") for n, f, _, _ in rows)
+        return [f"{f'{n} ({f}):':<{width}} {v:.4f}"
+                + (f"   [{scale} scale: {-2 * v:.4f}]" if scale else "")
+                for n, f, v, scale in rows]
 
     def __repr__(self) -> str:
         return (

@@ -99,17 +99,23 @@ class RunRecord:
             return None
         return np.asarray(self.estimate[self.structure.nodes[self.structure.root]])
 
-    def estimate_lines(self, qualifier: str = "") -> list[str]:
+    def estimate_lines(self, qualifier: str = "", errors: dict | None = None) -> list[str]:
         """:attr:`estimate` as text, poLCA's layout: for a latent class model the class shares
         then every item's response probabilities by class (``class 1``, ``class 2``, ...), for
         other kinds every CPT; ``qualifier`` follows the headings (e.g. ``" (posterior
-        means)"``)."""
+        means)"``); ``errors`` (``{node: CPT-shaped}``) are printed in brackets after every
+        entry (standard errors)."""
         s = self.structure
+
+        def err(i: int, rows: int):
+            return None if errors is None else np.asarray(errors[s.nodes[i]]).reshape(rows, -1)
+
         lines = []
         if s.kind == "latent_class":
             classes = [f"class {k + 1}" for k in range(s.n_classes)]
             lines += [f"Estimated class population shares{qualifier}",
-                      *matrix_lines(["share"], classes, [self.class_weights]), "",
+                      *matrix_lines(["share"], classes, [self.class_weights],
+                                    errors=err(s.root, 1)), "",
                       f"Conditional item response probabilities{qualifier}, by class"]
             order = s.observed_nodes
         else:
@@ -119,7 +125,7 @@ class RunRecord:
             table = np.asarray(self.estimate[s.nodes[i]]).reshape(-1, s.cardinalities[i])
             lines.append(f"${s.nodes[i]}")
             lines += matrix_lines(config_labels(s, i), [str(lab) for lab in s.labels[i]],
-                                  table)
+                                  table, errors=err(i, table.shape[0]))
             lines.append("")
         return lines
 
