@@ -75,6 +75,10 @@ API: dict[str, str] = {
     "classification_quality": "lcbayes.indices",
     "bivariate_residuals": "lcbayes.indices",
     "standard_errors": "lcbayes.information",
+    "blrt": "lcbayes.lrt",
+    "lmr": "lcbayes.lrt",
+    "BLRTResult": "lcbayes.lrt",
+    "LMRResult": "lcbayes.lrt",
     "StandardErrorWarning": "lcbayes.information",
     "log_alias": "lcbayes.alias",
     # structure learning

@@ -74,6 +74,10 @@ def add_parser(sub) -> None:
                           f"{default(compare, 'ais_target_stderr')})")
     cmp.add_argument("--max-chains", type=int, default=None,
                      help="most AIS chains a --target-stderr run makes (default 8 x --chains)")
+    cmp.add_argument("--blrt-replicates", type=int, default=None,
+                     help=f"most bootstrap replicates of --methods ...,blrt (default "
+                          f"{default(compare, 'blrt_replicates')}; stops sooner when the "
+                          "p-value is clearly above or below 0.05)")
     cmp.add_argument("--exact", default="auto", choices=["auto", "yes", "no"],
                      help="exact evidence: where small enough (auto, default), required (yes) "
                           "or skipped (no)")
@@ -146,7 +150,8 @@ def run(args: argparse.Namespace) -> int:
     options = engine_options(args, restarts="restarts", ais_chains="chains",
                              ais_temperatures="temperatures", ais_kernel="kernel",
                              max_terms="max_terms", max_iter="max_iter",
-                             ais_target_stderr="target_stderr", ais_max_chains="max_chains")
+                             ais_target_stderr="target_stderr", ais_max_chains="max_chains",
+                             blrt_replicates="blrt_replicates")
     if options.get("ais_target_stderr") == "off":
         options["ais_target_stderr"] = None
     comp = compare(data, candidates, methods=args.methods, seed=args.seed,

@@ -263,12 +263,41 @@ def _acceptance_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
     return fig
 
 
+#: The information criteria of the elbow plot, with their labels, in plotting order.
+ELBOW_CRITERIA = {"aic": "AIC", "bic": "BIC", "abic": "aBIC", "caic": "CAIC", "bic_e": "BIC_e",
+                  "icl": "ICL"}
+
+
+def _elbow_figure(frame: pd.DataFrame) -> Figure | None:
+    """The information criteria of the latent class candidates against K on the deviance
+    scale applied papers plot (``-2 x``, lower is better), the elbow plot; ``None`` with
+    fewer than two latent class candidates or no criterion."""
+    rows = frame[frame["kind"] == "latent_class"].sort_values("n_classes")
+    present = [c for c in ELBOW_CRITERIA if c in rows and rows[c].notna().any()]
+    if len(rows) < 2 or not present:
+        return None
+    fig = new_figure(figsize=(6.0, 3.8), layout="constrained")
+    ax = fig.subplots()
+    for c in present:
+        ax.plot(rows["n_classes"], -2 * rows[c].astype(float), marker="o", label=ELBOW_CRITERIA[c])
+    ax.set_xticks(rows["n_classes"].astype(int))
+    ax.set_xlabel("number of classes K")
+    ax.set_ylabel("-2 x criterion (lower is better)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("information criteria against K (elbow plot)", fontsize=10)
+    return fig
+
+
 def figures(comp: Comparison) -> dict[str, Figure]:
-    """The report's figures: ``scores``, ``posterior``, ``class_profiles`` (a chosen latent
+    """The report's figures: ``scores``, ``elbow`` (latent class candidates), ``posterior``,
+    ``class_profiles`` (a chosen latent
     class model with an EM or VB fit) and, when AIS ran, ``ais_traces`` and ``ais_acceptance``
     (matplotlib :class:`~matplotlib.figure.Figure` objects, no pyplot)."""
     frame = comp.to_frame()
     out = {"scores": _scores_figure(comp, frame)}
+    if (elbow := _elbow_figure(frame)) is not None:
+        out["elbow"] = elbow
     if np.isfinite(frame["posterior_prob"].astype(float)).any():
         out["posterior"] = posterior_figure(frame)
     if (profiled := _profiled(comp)) is not None:
@@ -289,6 +318,10 @@ CAPTIONS = {
               "each method's best candidate (right; AIS error bars are 2 standard errors). A "
               "candidate far below all others is marked at the lower edge with its best "
               "value, so that it does not squash the rest.",
+    "elbow": "The information criteria of the latent class candidates against the number of "
+             "classes on the deviance scale applied papers print (-2 x the log-evidence-scale "
+             "score; lower is better): where a curve flattens (the elbow) more classes stop "
+             "paying for their parameters.",
     "posterior": "Posterior model probabilities under a uniform prior over the candidates, "
                  "with 95% intervals propagating the AIS standard errors.",
     "class_profiles": "Class profiles of the chosen model (highest log evidence): for every "

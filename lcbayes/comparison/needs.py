@@ -8,6 +8,9 @@ one maximum-likelihood EM fit, VBEM, AIS.
 * ``em``: :func:`lcbayes.em`, ``restarts`` starts with ``seed``; provides ``loglik``.
 * ``classification``: :func:`lcbayes.indices.classification_quality` of the EM fit (latent
   class models; ``None`` otherwise).
+* ``smaller_em``: the EM fit of the latent class model with one class fewer (the same seed and
+  restarts), the null model of ``lmr`` (:func:`lcbayes.lmr`) and ``blrt`` (:func:`lcbayes.blrt`
+  with ``blrt_replicates``; both reuse the two fits).
 * ``vbem``: :func:`lcbayes.vbem`, the best of ``restarts`` prior-draw starts and, when the EM
   fit exists, one more started from it (so ``elbo >= cs``, Beal & Ghahramani Corollary 6.2),
   all in one call.
@@ -27,12 +30,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..constructors import latent_class
 from ..dimension import effective_dimension
 from ..engines.ais import ais
 from ..engines.em import em
 from ..engines.exact import exact_evidence
 from ..engines.vbem import vbem
 from ..indices import classification_quality
+from ..lrt import blrt, lmr
 from ..structure import Structure
 from .registry import Column, Need, register_need
 
@@ -89,6 +94,29 @@ def _classification(structure, data, settings, fits):
     return classification_quality(structure, fit.params, data)
 
 
+def _smaller_fit(structure, data, settings, fits):
+    """The ML EM fit of the latent class model with one class fewer (the null model of the
+    likelihood-ratio tests), or ``None``."""
+    if fits.get("em") is None or structure.kind != "latent_class" or structure.n_classes < 2:
+        return None
+    smaller = latent_class(data, structure.n_classes - 1, structure.nodes[structure.root])
+    return em(smaller, data, restarts=settings["restarts"], seed=settings["seed"],
+              **settings["iter_args"], **_padding(smaller, settings))
+
+
+def _lmr(structure, data, settings, fits):
+    null = fits.get("smaller_em")
+    return None if null is None else lmr(null, fits.get("em"), data)
+
+
+def _blrt(structure, data, settings, fits):
+    null = fits.get("smaller_em")
+    if null is None:
+        return None
+    return blrt(data, structure.n_classes, replicates=settings["blrt_replicates"],
+                seed=settings["seed"], fits=(null, fits.get("em")))
+
+
 def _ais(structure, data, settings, fits):
     return ais(structure, data, chains=settings["ais_chains"],
                temperatures=settings["ais_temperatures"], seed=settings["seed"],
@@ -103,4 +131,7 @@ register_need(Need("em", "EM", _em, columns=(Column("loglik", "loglik"),),
                    values=lambda fit: {"loglik": fit.loglik}))
 register_need(Need("vbem", "VBEM", _vbem))
 register_need(Need("classification", "classification", _classification))
+register_need(Need("smaller_em", "EM with one class fewer", _smaller_fit))
+register_need(Need("lmr", "LMR", _lmr))
+register_need(Need("blrt", "BLRT", _blrt))
 register_need(Need("ais", "AIS", _ais))

@@ -51,6 +51,7 @@ from ..render import (
     text_table as aligned_lines,
 )
 from . import registry
+from .applied import applied_table
 from .figures import CAPTIONS
 from .flags import short_code
 
@@ -124,9 +125,9 @@ def _best(frame: pd.DataFrame, column: str) -> float:
 
 def _is_best(comp: Comparison, frame: pd.DataFrame, i: int, column: str) -> bool:
     """Whether row ``i`` holds the best (highest) value of a score or evidence column: every
-    method's columns (the one-labelling bounds CS* and VB F* too), the log evidence and the
-    posterior probability."""
-    scored = column in comp.score_columns or column in ("log_evidence", "posterior_prob")
+    ranked or evidence method's columns (the one-labelling bounds CS* and VB F* too), the log
+    evidence and the posterior probability; never a test's p-value or a descriptive column."""
+    scored = column in comp.compared_columns or column in ("log_evidence", "posterior_prob")
     return scored and bool(np.isclose(frame.iloc[i][column], _best(frame, column)))
 
 
@@ -324,6 +325,12 @@ def write_html(comp: Comparison, path: str | Path, title: str | None = None,
         parts.append(f"<h2>{html.escape(heading)}</h2>")
         parts.append(_plain_table(content) if isinstance(content, pd.DataFrame)
                      else text_html(content))
+    applied = applied_table(comp)
+    if applied is not None:
+        parts += ["<h2>As applied papers report it</h2>",
+                  "<p>Information criteria on the deviance scale (-2 x the scores above, lower "
+                  "is better), classification quality and the likelihood-ratio tests of K-1 "
+                  "against K classes (a small p-value favours K).</p>", applied]
     parts += ["<h2>Scores</h2>", _html_table(comp, frame, _score_columns(comp)),
               "<h2>Evidence and posterior model probabilities</h2>",
               _html_table(comp, frame, _evidence_columns()), _flags_html(frame)]

@@ -74,6 +74,7 @@ def compare(
     exact: bool | Literal["auto"] = "auto",
     max_terms: float = EXACT_MAX_TERMS,
     max_iter: int | None = None,
+    blrt_replicates: int = 500,
     progress: bool | None = None,
     workers: int | None = None,
 ) -> Comparison:
@@ -87,9 +88,11 @@ def compare(
         classes: numbers of latent classes, e.g. ``range(1, 6)``: shorthand for
             ``[lcb.latent_class(data, k) for k in classes]``.
         methods: names of registered methods (:func:`lcbayes.comparison.selectable_methods`;
-            built in: ``bic``, ``bic_e``, ``aic``, ``icl``, ``cs``, ``bicp`` (one ML EM fit
-            serves all six), ``vbem``, ``ais``), a list or comma-separated. Default: every
-            default method (all but ``bicp``). Only what they need runs.
+            built in: ``bic``, ``bic_e``, ``aic``, ``icl``, ``cs``, ``bicp``, ``abic``,
+            ``caic``, ``entropy`` (one ML EM fit serves them all), ``lmr``, ``blrt`` (each
+            latent class candidate against one class fewer), ``vbem``, ``ais``), a list or
+            comma-separated. Default: every default method (all but ``bicp``, ``abic``,
+            ``caic``, ``entropy``, ``lmr`` and ``blrt``). Only what they need runs.
         seed: every engine runs with this seed (so any row can be reproduced by calling the
             engine directly), and so do the posterior Monte Carlo draws. The same seed gives
             the same table (apart from ``seconds``).
@@ -105,6 +108,8 @@ def compare(
             requires it (:class:`~lcbayes.TooLargeError` otherwise), ``False`` skips it.
         max_terms: the exact evidence's limit on distinct count tables.
         max_iter: iteration limit of EM and VBEM (default: theirs, 2000 and 1000).
+        blrt_replicates: the most bootstrap replicates of the ``blrt`` method (it stops
+            sooner when the p-value is clearly above or below 0.05; :func:`lcbayes.blrt`).
         progress: a progress bar over the candidates (and AIS temperatures when
             ``workers=1``) on stderr; ``None``: when stderr is a terminal.
         workers: candidates run side by side on this many threads (default: the number of
@@ -124,6 +129,7 @@ def compare(
         raise LcbayesError(f"exact must be 'auto', True or False, got {exact!r}")
     seed = check_seed(seed)
     restarts = check_int(restarts, "restarts", 1)
+    blrt_replicates = check_int(blrt_replicates, "blrt_replicates", 1)
     ais_chains = check_int(ais_chains, "ais_chains", 1)
     ais_temperatures = check_int(ais_temperatures, "ais_temperatures", 1)
     if ais_target_stderr is not None:
@@ -146,7 +152,7 @@ def compare(
                 "pad_classes": pad_classes, "ais_temperatures": ais_temperatures,
                 "ais_kernel": ais_kernel, "ais_target_stderr": ais_target_stderr,
                 "ais_max_chains": ais_max_chains, "max_terms": max_terms,
-                "progress": show and workers == 1,
+                "blrt_replicates": blrt_replicates, "progress": show and workers == 1,
                 "iter_args": {} if max_iter is None else {"max_iter": max_iter}}
     started = time.perf_counter()
     bar = new_bar(total=len(structures), desc="compare", unit="model", disable=not show,
@@ -189,7 +195,7 @@ def compare(
               "ais_temperatures": ais_temperatures, "ais_kernel": ais_kernel,
               "ais_target_stderr": ais_target_stderr, "ais_max_chains": ais_max_chains,
               "ais_schedule": "beal", "exact": exact, "max_terms": float(max_terms),
-              "pad_classes": pad_classes,
+              "pad_classes": pad_classes, "blrt_replicates": blrt_replicates,
               "max_iter": max_iter, "em_estimator": "ml", "prior": "dirichlet(1)",
               "vbem_starts": "restarts prior draws + one from the EM fit"
               if use_em else "restarts prior draws",

@@ -140,6 +140,13 @@ class Comparison:
         return [c.name for m in self._all_methods for c in m.columns]
 
     @property
+    def compared_columns(self) -> list[str]:
+        """The score columns where higher is better: those of ranked methods and of evidence
+        estimates (not the p-values of tests nor descriptive columns such as entropy)."""
+        return [c.name for m in self._all_methods if m.ranked or m.evidence is not None
+                for c in m.columns]
+
+    @property
     def rank_methods(self) -> list[str]:
         """The methods with a ``rank_<method>`` column."""
         return [m.name for m in self._all_methods if m.ranked] + ["evidence"]

@@ -2,7 +2,7 @@
 registers them (in this order, which is the order of the table's columns)::
 
     bic, bic_e, aic, icl, cs, bicp    scores of one ML EM fit
-    abic, caic, entropy               what applied LCA papers print (not run by default)
+    abic, caic, entropy, lmr, blrt    what applied LCA papers print (not run by default)
     vbem                              the variational lower bound F (+ ln S)
     ais                               annealed importance sampling of ln p(y | m)
     exact                             the exact evidence, where the sum is small enough
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from .. import needs  # noqa: F401  (registers the engine runs the methods need)
 from ..registry import register
-from . import abic, aic, ais, bic, bic_e, bicp, caic, cs, entropy, exact, icl, vbem
+from . import abic, aic, ais, bic, bic_e, bicp, blrt, caic, cs, entropy, exact, icl, lmr, vbem
 
 __all__ = ["BUILT_IN"]
 
 #: The built-in methods, registered in this order (the order of the table's columns).
 BUILT_IN = tuple(register(m.METHOD) for m in (bic, bic_e, aic, icl, cs, bicp, abic, caic,
-                                               entropy, vbem, ais, exact))
+                                               entropy, lmr, blrt, vbem, ais, exact))
