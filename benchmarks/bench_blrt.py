@@ -46,10 +46,6 @@ def main() -> int:
     if "xla_force_host_platform_device_count" not in flags:
         os.environ["XLA_FLAGS"] = (
             f"{flags} --xla_force_host_platform_device_count={args.devices}").strip()
-        # programs compiled for several host devices get a compilation cache of their own, so
-        # that other lcbayes processes (tests, the CLI) never load them
-        os.environ.setdefault("LCBAYES_CACHE_DIR", str(Path.home() / ".cache" / "lcbayes" /
-                                                       f"jax-{args.devices}-devices"))
 
     import jax
     import pandas as pd

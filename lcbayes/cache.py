@@ -5,11 +5,16 @@ first uses JAX) for library, notebook and command-line users alike. The folder i
 the ``path`` argument of :func:`enable_compilation_cache`, the ``LCBAYES_CACHE_DIR``
 environment variable, or ``~/.cache/lcbayes/jax``; ``LCBAYES_CACHE_DIR=off`` turns the default
 off, and :func:`disable_compilation_cache` turns it off in a running process.
+
+JAX leaves ``--xla_force_host_platform_device_count`` out of its cache keys, yet a program
+compiled for several host devices crashes a one-device process that loads it. A process with
+that flag in ``XLA_FLAGS`` (``N > 1``) therefore uses the subfolder ``host-devices-N``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import jax
@@ -29,6 +34,10 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
         if str(path).lower() == OFF:
             path = Path.home() / ".cache" / "lcbayes" / "jax"
     directory = Path(path).expanduser()
+    devices = re.search(r"--xla_force_host_platform_device_count=(\d+)",
+                        os.environ.get("XLA_FLAGS", ""))
+    if devices is not None and int(devices.group(1)) > 1:  # module docstring
+        directory = directory / f"host-devices-{int(devices.group(1))}"
     directory.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_enable_compilation_cache", True)
     jax.config.update("jax_compilation_cache_dir", str(directory))
