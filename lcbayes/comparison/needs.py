@@ -132,6 +132,6 @@ register_need(Need("em", "EM", _em, columns=(Column("loglik", "loglik"),),
 register_need(Need("vbem", "VBEM", _vbem))
 register_need(Need("classification", "classification", _classification))
 register_need(Need("smaller_em", "EM with one class fewer", _smaller_fit))
-register_need(Need("lmr", "LMR", _lmr))
-register_need(Need("blrt", "BLRT", _blrt))
+register_need(Need("lmr", "LMR", _lmr, side_by_side=False))
+register_need(Need("blrt", "BLRT", _blrt, side_by_side=False))
 register_need(Need("ais", "AIS", _ais))

@@ -135,6 +135,10 @@ class Need:
             ``values(result) -> {column: value}`` for them.
         too_large: an engine that refuses large problems (:class:`~lcbayes.TooLargeError`): the
             candidate gets no result and a note instead of stopping the comparison.
+        side_by_side: whether candidates may run it at the same time on threads; ``False``
+            runs it for one candidate after another once the others are done (engines that
+            compile programs of their own per candidate, which concurrent threads would
+            compile and write to the compilation cache at once).
     """
 
     name: str
@@ -143,6 +147,7 @@ class Need:
     columns: tuple[Column, ...] = ()
     values: Callable[[Any], dict[str, float]] | None = None
     too_large: bool = False
+    side_by_side: bool = True
 
 
 _METHODS: dict[str, Method] = {}

@@ -159,11 +159,14 @@ def compare(
                   file=sys.stderr)
 
     def candidate(name: str, structure: Structure) -> tuple[dict, str | None, dict]:
-        """The needed engine runs of one candidate, with its note and seconds per need."""
+        """The needed engine runs of one candidate that may run side by side, with its note
+        and seconds per need."""
         note = "not requested (exact=False)" if exact is False else None
         done: dict = {}
         spent = {}
         for need in needed:
+            if not need.side_by_side:
+                continue
             t = time.perf_counter()
             try:
                 done[need.name] = need.run(structure, data, settings, done)
@@ -177,10 +180,21 @@ def compare(
         bar.update(1)
         return done, note, spent
 
+    def rest(structure: Structure, outcome: tuple) -> tuple[dict, str | None, dict]:
+        """``outcome`` with the needs that run one candidate at a time."""
+        done, note, spent = outcome
+        for need in needed:
+            if not need.side_by_side:
+                t = time.perf_counter()
+                done[need.name] = need.run(structure, data, settings, done)
+                spent[need.name] = time.perf_counter() - t
+        return done, note, spent
+
     try:  # the first candidate compiles what the others share, then they run side by side
         outcomes = [candidate(names[0], structures[0])]
         with ThreadPoolExecutor(max_workers=workers) as pool:
             outcomes += list(pool.map(candidate, names[1:], structures[1:]))
+        outcomes = [rest(*args) for args in zip(structures, outcomes, strict=True)]
     finally:
         bar.close()
     fits = {n.name: [done[n.name] for done, _, _ in outcomes] for n in needed}
