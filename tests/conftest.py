@@ -19,12 +19,12 @@ import lcbayes as lcb
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
-# Every pytest-xdist worker keeps its own persistent compilation cache (pytest_configure), so
-# that no process reads a cache entry while another is writing it; a caller's
-# LCBAYES_CACHE_DIR is kept.
-_TEST_CACHE = Path.home() / ".cache" / "lcbayes" / "jax-tests"
+# The suite runs without the persistent compilation cache (a caller's LCBAYES_CACHE_DIR is
+# kept): on 2 cores JAX 0.10's cache (de)serialisation of an executable crashed a worker now and
+# then (a segfault in put/get_executable_and_time), and CI starts from an empty cache anyway.
+# tests/test_cli.py and tests/test_cache.py give the cache tests folders of their own.
 if "LCBAYES_CACHE_DIR" not in os.environ:
-    os.environ["LCBAYES_CACHE_DIR"] = str(_TEST_CACHE / "main")
+    os.environ["LCBAYES_CACHE_DIR"] = "off"
 
 
 def shared_csv(name: str) -> Path:
@@ -49,12 +49,6 @@ LONG_FILES = ("test_notebooks.py", "test_notebook_02.py", "test_ais.py", "test_v
               "test_em.py", "test_compare.py", "test_cli.py", "test_beal_study.py",
               "test_inference.py", "test_ais_numpyro.py", "test_coded.py", "test_gibbs.py",
               "test_rjmcmc.py", "test_models.py")
-
-
-def pytest_configure(config):
-    worker = getattr(config, "workerinput", {}).get("workerid")
-    if worker is not None and os.environ["LCBAYES_CACHE_DIR"] == str(_TEST_CACHE / "main"):
-        os.environ["LCBAYES_CACHE_DIR"] = str(_TEST_CACHE / worker)
 
 
 def pytest_collection_modifyitems(items):
