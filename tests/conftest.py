@@ -20,9 +20,9 @@ import lcbayes as lcb
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 # The suite runs without the persistent compilation cache (a caller's LCBAYES_CACHE_DIR is
-# kept): on 2 cores JAX 0.10's cache (de)serialisation of an executable crashed a worker now and
-# then (a segfault in put/get_executable_and_time), and CI starts from an empty cache anyway.
-# tests/test_cli.py and tests/test_cache.py give the cache tests folders of their own.
+# kept): CI starts from an empty cache anyway, and a worker near the memory-mapping limit (see
+# _bounded_memory_mappings) crashed inside the cache's (de)serialisation. tests/test_cli.py and
+# tests/test_cache.py give the cache tests folders of their own.
 if "LCBAYES_CACHE_DIR" not in os.environ:
     os.environ["LCBAYES_CACHE_DIR"] = "off"
 
@@ -49,6 +49,27 @@ LONG_FILES = ("test_notebooks.py", "test_notebook_02.py", "test_ais.py", "test_v
               "test_em.py", "test_compare.py", "test_cli.py", "test_beal_study.py",
               "test_inference.py", "test_ais_numpyro.py", "test_coded.py", "test_gibbs.py",
               "test_rjmcmc.py", "test_models.py")
+
+
+#: Past this many memory mappings a worker drops its compiled programs (below).
+MAX_MAPPINGS = 30000
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _bounded_memory_mappings():
+    """Every compiled XLA program keeps memory mappings; a worker that compiles hundreds of
+    them passes the kernel's ``vm.max_map_count`` (65530), and LLVM then fails to allocate and
+    the process crashes. After a test file, a worker past :data:`MAX_MAPPINGS` drops its
+    compiled programs (``jax.clear_caches``)."""
+    yield
+    maps = Path("/proc/self/maps")
+    if maps.exists() and sum(1 for _ in maps.open()) > MAX_MAPPINGS:
+        import gc
+
+        import jax
+
+        jax.clear_caches()
+        gc.collect()
 
 
 def pytest_collection_modifyitems(items):
