@@ -76,7 +76,7 @@ from . import jax_setup  # noqa: F401  (64-bit JAX)
 from .errors import ArgumentError
 from .inference import flat as flat_tables
 from .inference import log_marginal, prepare
-from .params import config_labels, from_tables, to_tables
+from .params import config_labels, from_tables, probability_tables, to_tables
 from .structure import Structure
 from .validation import check_choice, check_structure, data_for
 
@@ -179,12 +179,7 @@ def ginv(matrix: np.ndarray, tol: float | None = None) -> np.ndarray:
 def _inputs(structure: Structure, params: Mapping[str, Any], data, method: str):
     check_structure(structure)
     check_choice(method, "method", METHODS)
-    tables = tuple(np.asarray(t) for t in to_tables(structure, params))
-    for name, t in zip(structure.nodes, tables, strict=True):
-        if not (np.all(np.isfinite(t)) and np.all(t >= 0)
-                and np.allclose(t.sum(axis=1), 1.0, atol=1e-6)):
-            raise ArgumentError(f"params: the CPT of {name!r} is not a table of probabilities "
-                                "(rows of non-negative numbers summing to 1)")
+    tables = probability_tables(structure, params)
     data = data_for(structure, data)
     return tables, data
 

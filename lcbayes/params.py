@@ -23,7 +23,7 @@ import pandas as pd
 from scipy.special import gammaln, xlogy
 
 from .data import MISSING, Dataset
-from .errors import LcbayesError, StructureError
+from .errors import ArgumentError, LcbayesError, StructureError
 from .structure import Structure
 from .validation import Seed, check_seed, numpy_rng
 
@@ -59,6 +59,19 @@ def to_tables(structure: Structure, params: Mapping[str, Any]) -> tuple[jax.Arra
             )
         tables.append(table.reshape(structure.n_configs(i), structure.cardinalities[i]))
     return tuple(tables)
+
+
+def probability_tables(structure: Structure, params: Mapping[str, Any], name: str = "params"
+                       ) -> tuple[np.ndarray, ...]:
+    """:func:`to_tables` as NumPy arrays, checked to be probabilities (finite, non-negative,
+    rows summing to 1 within 1e-6); ``name`` is the argument a bad table is reported under."""
+    tables = tuple(np.asarray(t) for t in to_tables(structure, params))
+    for node, t in zip(structure.nodes, tables, strict=True):
+        if not (np.all(np.isfinite(t)) and np.all(t >= 0)
+                and np.allclose(t.sum(axis=1), 1.0, atol=1e-6)):
+            raise ArgumentError(f"{name}: the CPT of {node!r} is not a table of probabilities "
+                                "(rows of non-negative numbers summing to 1)")
+    return tables
 
 
 def from_tables(structure: Structure, tables: tuple[Any, ...]) -> Params:

@@ -47,7 +47,13 @@ from jax.scipy.special import xlogy
 from ..errors import ArgumentError, ArgumentTypeError
 from ..inference import Evidence, complete_columns, e_step, flat, flat_e_step, log_marginal, prepare
 from ..inference.tying import RowTying, entry_weights, pool
-from ..params import PriorSpec, dirichlet_log_density, from_tables, prior_tables, to_tables
+from ..params import (
+    PriorSpec,
+    dirichlet_log_density,
+    from_tables,
+    prior_tables,
+    probability_tables,
+)
 from ..structure import Structure
 from ..validation import Seed, check_choice, check_int, check_positive, fit_data, prng_key
 from . import squarem
@@ -243,13 +249,7 @@ def _init_tables(structure: Structure, init) -> tuple[np.ndarray, ...] | None:
     if not isinstance(init, Mapping):
         raise ArgumentTypeError(f"init must be parameters {{node: CPT}} or an EMResult, got "
                                 f"{type(init).__name__}")
-    tables = tuple(np.asarray(t) for t in to_tables(structure, init))
-    for name, t in zip(structure.nodes, tables, strict=True):
-        if not (np.all(np.isfinite(t)) and np.all(t >= 0)
-                and np.allclose(t.sum(axis=1), 1.0, atol=1e-6)):
-            raise ArgumentError(f"init: the CPT of {name!r} is not a table of probabilities "
-                                "(rows of non-negative numbers summing to 1)")
-    return tables
+    return probability_tables(structure, init, "init")
 
 
 def _order_classes(structure: Structure, tables: list[np.ndarray]) -> list[np.ndarray]:
