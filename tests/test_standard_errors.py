@@ -1,10 +1,9 @@
 """Standard errors of EM estimates: poLCA's formula, closed forms, the Fisher identity, finite
 differences, a parametric bootstrap, and the warnings.
 
-No published poLCA ``probs.se`` / ``P.se`` values for carcinoma or gss82 could be found, so the
-poLCA comparison re-implements ``poLCA.se`` (poLCA 1.6, ``R/poLCA.se.R``) in NumPy, row by row
-as poLCA does, and checks the production code against it at the same optimum (whose
-log-likelihood and class shares equal poLCA's published ones).
+Two poLCA comparisons at the same optimum (whose log-likelihood and class shares equal poLCA's):
+``probs.se`` / ``P.se`` as poLCA 1.6.0.2 printed them (:data:`POLCA_OUTPUT`), and an independent
+NumPy transcription of ``poLCA.se`` (``R/poLCA.se.R``), row by row as poLCA computes it.
 """
 
 from __future__ import annotations
@@ -43,6 +42,40 @@ GSS82_LEVELS = {
 POLCA_OPTIMA = {
     ("carcinoma.csv", 2): (-317.2568, None),
     ("gss82.csv", 3): (-2754.545, (0.621, 0.207, 0.172)),
+}
+
+
+#: ``probs.se`` and ``P.se`` printed by poLCA 1.6.0.2 (R 4.2.2, Debian's r-base-core; poLCA built
+#: from its CRAN sources) for ``poLCA(f, carcinoma, nclass = 2)`` and ``poLCA(f, gss82, nclass =
+#: 3)`` with ``nrep = 20 / 30, tol = 1e-12`` (log-likelihoods -317.2568373 and -2754.545405),
+#: rows in poLCA's class order; ``order[i]``: the poLCA class that is lcbayes's class i (lcbayes
+#: orders classes by decreasing share). Entries EM put on the boundary print as ~0.
+POLCA_OUTPUT = {
+    ("carcinoma.csv", 2): {
+        "order": (1, 0),
+        "class": (0.04633576285, 0.04633576285),
+        "A": ((0.04509218831, 0.04509218831), (0.0, 0.0)),
+        "B": ((0.08283463483, 0.08283463483), (0.01706440018, 0.01706440018)),
+        "C": ((0.0, 0.0), (0.05886991894, 0.05886991894)),
+        "D": ((0.0, 0.0), (0.07202397305, 0.07202397305)),
+        "E": ((0.06809303616, 0.06809303616), (0.02163373312, 0.02163373312)),
+        "F": ((0.0, 0.0), (0.07078141075, 0.07078141075)),
+        "G": ((0.05151675343, 0.05151675343), (0.0, 0.0)),
+    },
+    ("gss82.csv", 3): {
+        "order": (2, 0, 1),
+        "class": (0.05193979854, 0.03505837412, 0.04554030097),
+        "PURPOSE": ((0.03933720572, 0.02507975812, 0.02451421247),
+                    (0.10817543421, 0.04478866497, 0.09210310038),
+                    (0.02021632682, 0.01158938562, 0.01568852712)),
+        "ACCURACY": ((0.05150633933, 0.05150633933), (0.06190830047, 0.06190830047),
+                     (0.02406711921, 0.02406711921)),
+        "UNDERSTA": ((0.1530199823, 0.1530199823), (0.03855894869, 0.03855894869),
+                     (0.0, 0.0)),
+        "COOPERAT": ((0.03704511626, 0.03476230127, 0.01876833030),
+                     (0.04310271957, 0.03668240547, 0.02511189691),
+                     (0.01861282022, 0.01861282022, 0.0)),
+    },
 }
 
 
@@ -128,6 +161,25 @@ def test_empirical_standard_errors_are_polcas(name, k):
         if p.shape[1] == 2:
             on_edge = on_edge | on_edge[:, ::-1]
         assert np.all(se[node][on_edge] < 1e-6), node
+
+
+@pytest.mark.parametrize(("name", "k"), list(POLCA_OUTPUT))
+def test_empirical_standard_errors_equal_polcas_printed_ones(name, k):
+    """Within 2 % of poLCA's printed ``probs.se`` / ``P.se`` (absolute 1e-6 where ~0)."""
+    data = lcb.Dataset.from_csv(shared_csv(name))
+    if name == "gss82.csv":
+        data = data.with_categories(GSS82_LEVELS)
+    fit = lcb.em(lcb.latent_class(data, k), data, restarts=20, seed=0, tol=1e-12,
+                 max_iter=20000)
+    with pytest.warns(StandardErrorWarning):
+        se = fit_standard_errors(fit, data)
+    printed = POLCA_OUTPUT[name, k]
+    order = list(printed["order"])
+    for node, value in se.items():
+        reference = np.asarray(printed[node])[order]
+        tiny = reference < 1e-6
+        np.testing.assert_allclose(value[~tiny], reference[~tiny], rtol=0.02, err_msg=node)
+        assert np.all(value[tiny] < 1e-6), node
 
 
 def test_interior_fit_gives_no_warning_and_any_reference_category():
