@@ -195,9 +195,10 @@ def test_posterior_agrees_with_nuts_on_the_numpyro_model():
 
 def test_bad_arguments_raise_clear_errors():
     structure, data = _problem()
-    tree = lcb.hlc(data, {"H": ["A", "B", "H1"], "H1": ["C", "D"]}, {"H": 2, "H1": 2})
-    with pytest.raises(lcb.LcbayesError, match="latent class models"):
-        gibbs(tree, data)
+    huge = lcb.dag(data, {c: ["s1", "s2", "s3"] for c in data.columns},
+                   {"s1": 20, "s2": 20, "s3": 20})
+    with pytest.raises(lcb.ArgumentError, match="8000 joint states"):
+        gibbs(huge, data)
     for kwargs, message in (({"draws": 0}, "draws must be an integer >= 1"),
                             ({"warmup": -1}, "warmup must be an integer >= 0"),
                             ({"chains": 1.5}, "chains must be an integer >= 1"),

@@ -49,12 +49,13 @@ from jax.scipy.special import gammaln, logsumexp
 from ..data import Dataset
 from ..engines.gamma_sampler import log_gamma
 from ..engines.run_record import start_engine
-from ..errors import ArgumentError
 from ..params import PriorSpec, proper_prior_tables
 from ..render import json_value
 from ..structure import Structure
 from ..validation import Seed, check_int, fit_data, prng_key, seed_record
 from .idata import lc_inference_data
+from .loops import kept_counts, padded_size, sweeps
+from .network_gibbs import check_network, network_gibbs
 from .results import GibbsResult
 
 __all__ = ["GibbsResult", "LCData", "LCPrior", "LCState", "gibbs", "gibbs_sweep", "lc_data"]
@@ -107,14 +108,6 @@ class LCState(NamedTuple):
     log_weights: jax.Array
     log_theta: jax.Array
     z: jax.Array
-
-
-def padded_size(n: int, minimum: int) -> int:
-    """``max(n, minimum)`` rounded up to a multiple of a quarter of the power of two below it
-    (at most 25% padding), so that data sets of similar size share one compiled sampler."""
-    m = max(int(n), minimum)
-    step = max(1, 2 ** (m.bit_length() - 3))
-    return -(-m // step) * step
 
 
 def lc_data(data: Dataset) -> LCData:
@@ -221,16 +214,6 @@ def log_joint_parts(data: LCData, prior: LCPrior, state: LCState) -> tuple[jax.A
     return loglik, weights + jnp.sum(jnp.where(active[:, None], rows, 0.0))
 
 
-def sweeps(n, step, state, key):
-    """``n`` (traced) applications of ``step(key_i, state)``, keys folded from ``key``."""
-    return jax.lax.fori_loop(0, n, lambda i, s: step(jax.random.fold_in(key, i), s), state)
-
-
-def kept_counts(i, warmup, thin):
-    """Sweeps before kept draw ``i``: ``warmup + thin`` before the first, ``thin`` after."""
-    return jnp.where(i == 0, warmup + thin, thin)
-
-
 @partial(jax.jit, static_argnums=0)
 def _run(draws: int, data: LCData, prior: LCPrior, keys, warmup, thin):
     """``draws`` kept states of every chain (one per key): one ``lax.scan`` over the draws,
@@ -256,10 +239,15 @@ def _run(draws: int, data: LCData, prior: LCPrior, keys, warmup, thin):
 def gibbs(structure: Structure, data, *, draws: int = 1000, warmup: int = 500,
           chains: int = 4, seed: Seed = 0, prior: PriorSpec = "dirichlet", thin: int = 1
           ) -> GibbsResult:
-    """Posterior draws of a latent class model by Gibbs sampling (module docstring).
+    """Posterior draws of a latent class model by Gibbs sampling (module docstring); of an
+    HLC tree (forward filtering, backward sampling of every row's hidden values) or a DAG
+    (joint enumeration of the hidden values), :mod:`lcbayes.samplers.network_gibbs`.
 
     Args:
-        structure: a latent class structure (:func:`lcbayes.latent_class`).
+        structure: a latent class structure (:func:`lcbayes.latent_class`), an HLC tree
+            (:func:`lcbayes.hlc`) or a DAG (:func:`lcbayes.dag`; at most
+            :data:`~lcbayes.engines.ais.MAX_GIBBS_STATES` joint hidden states, else an
+            ``ArgumentError``).
         data: the data (a :class:`~lcbayes.Dataset`, a DataFrame or an array of codes);
             missing values are summed out, rows with none observed are kept in
             ``observed_data`` but add nothing.
@@ -276,15 +264,16 @@ def gibbs(structure: Structure, data, *, draws: int = 1000, warmup: int = 500,
     Returns:
         A :class:`~lcbayes.GibbsResult`; ``to_inference_data()`` gives the ArviZ
         ``InferenceData`` with groups ``posterior`` (``class_weights`` and
-        ``theta_<column>``), ``sample_stats`` (``log_likelihood``, ``log_joint``) and
-        ``observed_data`` (``y``); ``posterior.attrs`` hold the settings and ``seconds``.
+        ``theta_<column>``; for other kinds ``theta_<node>`` per CPT), ``sample_stats``
+        (``log_likelihood``, ``log_joint``) and ``observed_data`` (``y``);
+        ``posterior.attrs`` hold the settings and ``seconds``.
     """
     start, seed = start_engine(structure, seed)
-    if structure.kind != "latent_class":
-        raise ArgumentError(f"gibbs samples latent class models (lcbayes.latent_class), got a "
-                            f"{structure.kind} structure")
     counts = {"draws": check_int(draws, "draws", 1), "warmup": check_int(warmup, "warmup", 0),
               "chains": check_int(chains, "chains", 1), "thin": check_int(thin, "thin", 1)}
+    if structure.kind != "latent_class":
+        check_network(structure)
+        return network_gibbs(structure, fit_data(structure, data), counts, seed, prior, start)
     data = fit_data(structure, data)
     tables = proper_prior_tables(structure, prior, "gibbs")
     lc = lc_data(data)

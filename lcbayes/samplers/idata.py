@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ARRANGEMENTS", "arviz", "as_inference_data", "condition_on_k",
            "inference_data_from_dict", "inference_data_to_dict", "item_columns", "k_shares",
-           "lc_inference_data", "select_draws"]
+           "lc_inference_data", "network_inference_data", "select_draws"]
 
 #: How a ``k``-conditioned selection arranges its draws (:func:`select_draws`).
 ARRANGEMENTS = ("keep", "flatten")
@@ -103,6 +103,44 @@ def lc_inference_data(data: Dataset, weights: np.ndarray, theta: np.ndarray,
         posterior=xr.Dataset(posterior, coords=coords,
                              attrs={**attrs, "labels_json": json.dumps(labels)}),
         sample_stats=xr.Dataset(sample_stats, coords={**chain_draw, **(stat_coords or {})}),
+        observed_data=xr.Dataset(
+            {"y": (("row", "item"), np.asarray(data.codes, dtype=np.int64))},
+            coords={"row": np.arange(data.n_rows), "item": list(data.columns)}),
+    )
+
+
+def network_inference_data(structure, data: Dataset, tables: np.ndarray,
+                           log_likelihood: np.ndarray, log_joint: np.ndarray, attrs: dict
+                           ) -> az.InferenceData:
+    """The ``InferenceData`` of an HLC or DAG structure's draws: ``posterior`` holds one
+    variable ``theta_<node>`` per CPT, ``(chain, draw, *parents, node)``, a hidden node's
+    states on the dim ``<node>`` (coordinates ``0 .. r - 1``), an observed node's on
+    ``<node>_category`` (its labels as strings); ``sample_stats`` and ``observed_data`` as
+    in the module docstring. ``tables``: ``(C, D, F)`` CPTs laid end to end
+    (:mod:`lcbayes.inference.flat`)."""
+    from ..inference.flat import offsets
+
+    n_chains, n_draws = tables.shape[:2]
+    coords = {"chain": np.arange(n_chains), "draw": np.arange(n_draws)}
+    dims = [name if hidden else f"{name}_category"
+            for name, hidden in zip(structure.nodes, structure.hidden, strict=True)]
+    for i, dim in enumerate(dims):
+        coords[dim] = [str(label) for label in structure.labels[i]]
+    start = offsets(structure.table_shapes)
+    posterior = {}
+    for i, name in enumerate(structure.nodes):
+        shape = structure.cpt_shape(i)
+        posterior[f"theta_{name}"] = (
+            ("chain", "draw", *(dims[p] for p in structure.parents[i]), dims[i]),
+            np.asarray(tables[:, :, start[i]:start[i + 1]], dtype=np.float64).reshape(
+                n_chains, n_draws, *shape))
+    xr = xarray()
+    chain_draw = {"chain": coords["chain"], "draw": coords["draw"]}
+    return arviz().InferenceData(
+        posterior=xr.Dataset(posterior, coords=coords, attrs=attrs),
+        sample_stats=xr.Dataset({"log_likelihood": (("chain", "draw"), log_likelihood),
+                                 "log_joint": (("chain", "draw"), log_joint)},
+                                coords=chain_draw),
         observed_data=xr.Dataset(
             {"y": (("row", "item"), np.asarray(data.codes, dtype=np.int64))},
             coords={"row": np.arange(data.n_rows), "item": list(data.columns)}),

@@ -64,7 +64,7 @@ variation 0.24 instead of at most 0.013 in ``tests/test_rjmcmc.py``). With ``δ 
 ``A_B = [p(K+1) / p(K)] (K+1) / (K0 + 1) (1 - w)^N d_{K+1} / b_K``.
 
 Padding: ``max_classes`` slots, the first ``K`` active (merge and death shift the later slots
-down), so the whole sampler is one jitted ``lax.scan`` (:func:`lcbayes.samplers.gibbs.kept_counts`
+down), so the whole sampler is one jitted ``lax.scan`` (:func:`lcbayes.samplers.loops.kept_counts`
 sweeps per kept draw), chains vmapped, float64.
 
 Example::
@@ -104,12 +104,11 @@ from .gibbs import (
     LCData,
     LCPrior,
     init_state,
-    kept_counts,
     lc_data,
     log_joint_parts,
-    sweeps,
 )
 from .idata import as_inference_data, k_shares, lc_inference_data
+from .loops import kept_counts, sweeps
 from .results import KMixingWarning, RJMCMCResult
 from .rjmcmc_moves import Hyper, log_prior_k, sweep
 
@@ -122,7 +121,7 @@ MOVES = ("split", "merge", "birth", "death")
 @partial(jax.jit, static_argnums=0)
 def _run(draws: int, data: LCData, prior: LCPrior, hyper: Hyper, keys, k0, warmup, thin):
     """``draws`` kept states of every chain (one per key, starting with ``k0`` classes): one
-    ``lax.scan`` over the draws, each running :func:`~lcbayes.samplers.gibbs.kept_counts` sweeps."""
+    ``lax.scan`` over the draws, each running :func:`~lcbayes.samplers.loops.kept_counts` sweeps."""
     slots = prior.delta.shape[0]
 
     def step(key, carry):
