@@ -68,11 +68,14 @@ def _engines(structure, data):
         "compare": lambda **kw: lcb.compare(data, [structure], progress=False, **kw),
         "random_params": lambda **kw: lcb.random_params(structure, **kw),
         "simulate": lambda **kw: lcb.simulate(structure, lcb.random_params(structure), 5, **kw),
+        "laplace": lambda **kw: lcb.laplace(structure, data, **kw),
+        "chib": lambda **kw: lcb.chib(structure, data, **kw),
+        "identifiable": lambda **kw: lcb.identifiable(structure, **kw),
     }
 
 
 ENGINES = ("em", "vbem", "ais", "gibbs", "rjmcmc", "ais_numpyro", "effective_dimension",
-           "compare", "random_params", "simulate")
+           "compare", "random_params", "simulate", "laplace", "chib", "identifiable")
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -100,6 +103,8 @@ ENGINES_ON_A_STRUCTURE = {
     "exact_evidence": lambda s, d: lcb.exact_evidence(s, d),
     "gibbs": lambda s, d: lcb.gibbs(s, d),
     "bound_terms": lambda s, d: lcb.bound_terms(s, d, {}),
+    "laplace": lambda s, d: lcb.laplace(s, d),
+    "chib": lambda s, d: lcb.chib(s, d),
 }
 
 

@@ -16,6 +16,10 @@ one maximum-likelihood EM fit, VBEM, AIS.
   all in one call.
 * ``ais``: :func:`lcbayes.ais` with ``ais_chains``, ``ais_temperatures``, ``ais_kernel``,
   ``ais_target_stderr`` and ``ais_max_chains``.
+* ``laplace``: :func:`lcbayes.laplace` (Whiley §4.3: the MAP fit in the softmax basis with
+  ``restarts`` and ``seed``, Dirichlet(1) prior), every variant from one Hessian.
+* ``chib``: :func:`lcbayes.chib` (Whiley §4.2) with its default draws, for latent class
+  candidates of at most 7 classes (``None`` otherwise).
 
 EM, VBEM and AIS (``"rw"`` kernel) run latent class candidates with ``pad_classes`` (the
 largest number of classes among them, :mod:`lcbayes.engines.padding`), so each compiles once
@@ -33,8 +37,10 @@ from typing import Any
 from ..constructors import latent_class
 from ..dimension import effective_dimension
 from ..engines.ais import ais
+from ..engines.chib import MAX_CLASSES, chib
 from ..engines.em import em
 from ..engines.exact import exact_evidence
+from ..engines.laplace import laplace
 from ..engines.vbem import vbem
 from ..indices import classification_quality
 from ..lrt import blrt, lmr
@@ -125,6 +131,17 @@ def _ais(structure, data, settings, fits):
                **(_padding(structure, settings) if settings["ais_kernel"] == "rw" else {}))
 
 
+def _laplace(structure, data, settings, fits):
+    return laplace(structure, data, restarts=settings["restarts"], seed=settings["seed"],
+                   **settings["iter_args"])
+
+
+def _chib(structure, data, settings, fits):
+    if structure.kind != "latent_class" or structure.n_classes > MAX_CLASSES:
+        return None
+    return chib(structure, data, restarts=settings["restarts"], seed=settings["seed"])
+
+
 register_need(Need("exact", "exact", _exact, too_large=True))
 register_need(Need("effective_dimension", "effective dimension", _effective_dimension))
 register_need(Need("em", "EM", _em, columns=(Column("loglik", "loglik"),),
@@ -135,3 +152,5 @@ register_need(Need("smaller_em", "EM with one class fewer", _smaller_fit))
 register_need(Need("lmr", "LMR", _lmr, side_by_side=False))
 register_need(Need("blrt", "BLRT", _blrt, side_by_side=False))
 register_need(Need("ais", "AIS", _ais))
+register_need(Need("laplace", "Laplace", _laplace))
+register_need(Need("chib", "Chib", _chib))

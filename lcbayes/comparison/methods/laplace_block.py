@@ -1,0 +1,16 @@
+"""The block-diagonal Laplace approximation (Whiley 1999 §4.8 "Block", after Chickering &
+Heckerman 1997): :mod:`.laplace` with the Hessian cut to one block per node."""
+
+from __future__ import annotations
+
+from ..registry import Column, EvidenceRole, Method
+from .laplace import laplace_values
+
+__all__ = ["METHOD"]
+
+METHOD = Method(
+    name="laplace_block", description="Laplace with a block-diagonal Hessian (one block per node)",
+    needs=("laplace",), columns=(Column("laplace_block", "Laplace block"),),
+    values=laplace_values("laplace_block", "block"), ranked="laplace_block",
+    evidence=EvidenceRole(priority=2.6, value="laplace_block"),
+    plot=("Laplace block", "tab:olive", "s"), default=False)
