@@ -35,9 +35,9 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -45,7 +45,7 @@ import numpy as np
 from jax.scipy.special import xlogy
 
 from ..errors import ArgumentError, ArgumentTypeError
-from ..inference import Evidence, complete_columns, e_step, flat, flat_e_step, log_marginal, prepare
+from ..inference import complete_columns, e_step, flat, flat_e_step, log_marginal, prepare
 from ..inference.tying import RowTying, entry_weights, pool
 from ..params import (
     PriorSpec,
@@ -57,6 +57,9 @@ from ..params import (
 from ..structure import Structure
 from ..validation import Seed, check_choice, check_int, check_positive, fit_data, prng_key
 from . import squarem
+from .algorithms.problem import m_step, starts
+from .algorithms.runner import algorithm_settings, run_algorithm, run_restarts
+from .algorithms.state import EMRuns
 from .em_result import EMResult
 from .padding import class_padding
 from .run_record import check_batching, record_fields, start_engine
@@ -64,55 +67,11 @@ from .run_record import check_batching, record_fields, start_engine
 __all__ = ["EMResult", "EMRuns", "em", "em_runner", "run_em"]
 
 
-class EMRuns(NamedTuple):
-    """The outcome of every restart of :func:`run_em`."""
-
-    tables: tuple[jax.Array, ...]
-    history: jax.Array      # (R, max_iter) objective per iteration, NaN after the last
-    n_iter: jax.Array       # (R,)
-    converged: jax.Array    # (R,)
-    loglik: jax.Array       # (R,) at the final tables
-    objective: jax.Array    # (R,) at the final tables
-
-
-def _m_step(counts: jax.Array, alphas: jax.Array | None, shapes,
-            tying: RowTying | None = None) -> jax.Array:
-    """ML (no ``alphas``) or MAP M step on flat tables (:mod:`lcbayes.inference.flat`);
-    ``alphas`` holds ``lambda + b`` (module docstring). Empty rows become uniform; tied rows
-    pool their counts first."""
-    counts = pool(counts, tying)
-    return flat.normalise(counts if alphas is None else counts + alphas, shapes)
-
-
 def _log(tables):
     return tuple(jnp.log(t) for t in tables)
 
 
-def _initial_tables(structure: Structure, evidence: Evidence, weights, key, class_log_mask):
-    """A random start: every pattern gets random responsibilities (Dirichlet(1) per hidden node,
-    as virtual evidence under flat tables), followed by one ML M step. Starts lie near the
-    data's margins, like StepMix's and Mplus' random starts. A state's draws do not depend on
-    how many states follow it, so a padded model (:mod:`.padding`; ``class_log_mask`` 0 for the
-    classes in use, ``-inf`` for the others) starts where the unpadded one does."""
-    n = evidence.one_hot.shape[0]
-    keys = jax.random.split(key, max(len(structure.hidden_nodes), 1))
-    noise = tuple(
-        -jnp.log(jax.random.exponential(k, (structure.cardinalities[h], n), dtype=jnp.float64)).T
-        + (class_log_mask if class_log_mask is not None and h == structure.root else 0.0)
-        for k, h in zip(keys, structure.hidden_nodes, strict=False)
-    )  # log of normalised exponentials = log Dirichlet(1), up to a per-pattern constant
-    uniform = tuple(jnp.zeros(shape) for shape in structure.table_shapes)
-    counts = e_step(structure, uniform, evidence, weights, noise).counts
-    return flat.unflatten(_m_step(flat.flatten(counts), None, structure.table_shapes),
-                          structure.table_shapes)
-
-
-@partial(jax.jit, static_argnames=("structure",))
-def _starts(structure: Structure, patterns, weights, keys, class_log_mask=None):
-    """One random start per key (a batch of tables)."""
-    evidence = prepare(structure, patterns)
-    return jax.vmap(lambda key: _initial_tables(structure, evidence, weights, key,
-                                                class_log_mask))(keys)
+_starts = jax.jit(starts, static_argnames=("structure",))
 
 
 _TINY = 1e-300  # floor for logs of probabilities in the extrapolation (exact zeros allowed)
@@ -161,7 +120,7 @@ def em_runner(structure: Structure, patterns, weights, alphas, tol_total, limit,
     def step(x):
         log_marg, counts = flat_e_step(structure, jnp.log(x), evidence, weights,
                                        vmapped=vmapped)
-        return objective(x, log_marg), hold(_m_step(counts, prior, shapes, tying))
+        return objective(x, log_marg), hold(m_step(pool(counts, tying), prior, shapes))
 
     def run(tables):
         x, history, n_iter, done = squarem.iterate(
@@ -187,52 +146,6 @@ def run_em(structure: Structure, patterns, weights, alphas, tol_total, starts, l
     run = em_runner(structure, patterns, weights, alphas, tol_total, limit, max_iter, shift,
                     accelerate, tying, complete, held, vmapped=batch_size > 1)
     return squarem.map_restarts(run, starts, batch_size)
-
-
-def _run_restarts(structure, patterns, weights, alphas, tol_total, starts, max_iter: int,
-                  shift: float, batch_size: int, keep: int | None, burn_in: int,
-                  accelerate: bool, held=None):
-    """All restarts to convergence, or (``keep``) a two-stage run: every start for ``burn_in``
-    iterations, then only the ``keep`` best continue (Mplus' initial and final stage;
-    Chickering & Heckerman's multiple-restart EM as used by Karčiauskas §3.3). Both stages run
-    ``batch_size`` restarts side by side and share one compiled program.
-
-    Returns the NumPy outcome of every restart and which restarts reached the final stage."""
-    n = starts[0].shape[0]
-    args = (structure, patterns, weights, alphas, tol_total)
-    fold = {"complete": complete_columns(patterns), "held": held}
-    if keep is None or keep >= n or burn_in >= max_iter:
-        runs = run_em(*args, starts, max_iter, max_iter, shift, batch_size, accelerate, **fold)
-        return jax.tree_util.tree_map(np.asarray, runs), np.ones(n, dtype=bool)
-    first = jax.tree_util.tree_map(
-        np.asarray, run_em(*args, starts, burn_in, max_iter, shift, batch_size, accelerate,
-                           **fold)
-    )
-    chosen = np.sort(np.argsort(-np.nan_to_num(first.objective, nan=-np.inf),
-                                kind="stable")[:keep])
-    picked = tuple(jnp.asarray(t[chosen]) for t in first.tables)
-    second = jax.tree_util.tree_map(
-        np.asarray,
-        run_em(*args, picked, max_iter - burn_in, max_iter, shift, batch_size, accelerate,
-               **fold),
-    )
-    history = first.history.copy()
-    for row, r in enumerate(chosen):
-        done = first.n_iter[r]
-        history[r, done:] = second.history[row, : max_iter - done]
-    merged = EMRuns(
-        tables=tuple(t.copy() for t in first.tables),
-        history=history, n_iter=first.n_iter.copy(), converged=first.converged.copy(),
-        loglik=first.loglik.copy(), objective=first.objective.copy(),
-    )
-    merged.n_iter[chosen] = first.n_iter[chosen] + second.n_iter
-    for name in ("converged", "loglik", "objective"):
-        getattr(merged, name)[chosen] = getattr(second, name)
-    for table, part in zip(merged.tables, second.tables, strict=True):
-        table[chosen] = part
-    kept = np.zeros(n, dtype=bool)
-    kept[chosen] = True
-    return merged, kept
 
 
 _final_e_step = jax.jit(e_step, static_argnums=0)
@@ -274,12 +187,17 @@ def em(
     batch_size: int | None = None,
     keep: int | None = None,
     burn_in: int = 10,
-    acceleration: Literal["squarem", "none"] = "squarem",
+    algorithm: str | None = None,
+    eta: float | None = None,
+    betas: float | Sequence[float] | None = None,
+    blocks: int | None = None,
+    acceleration: Literal["squarem", "none"] | None = None,
     pad_classes: int | None = None,
     init: Mapping[str, Any] | EMResult | None = None,
     standard_errors: Literal["empirical", "observed"] | None = None,
 ) -> EMResult:
-    """Fit ``structure`` to ``data`` by EM from ``restarts`` random starts; keep the best.
+    """Fit ``structure`` to ``data`` by EM (or another algorithm of Whiley 1999 ch. 2) from
+    ``restarts`` random starts; keep the best.
 
     Args:
         structure: the model (:func:`~lcbayes.latent_class`, :func:`~lcbayes.hlc`,
@@ -306,11 +224,24 @@ def em(
             ``STARTS = restarts keep``). Much faster when some starts stall near saddle points;
             ``None`` (default) runs every restart to convergence.
         burn_in: iterations of the first stage when ``keep`` is given.
-        acceleration: ``"squarem"`` (default): every iteration is one SQUAREM cycle (two EM
+        algorithm: ``"squarem"`` (default): every iteration is one SQUAREM cycle (two EM
             steps, a squared extrapolation and one EM step from it, with a monotone
             safeguard; up to three E steps), which cuts the iterations of slowly converging
-            starts many-fold; ``"none"``: plain EM, one E step per iteration. Both stop on
-            the same plain-EM-step criterion and reach the same fixed points.
+            starts many-fold; ``"em"``: plain EM, one E step per iteration (both stop on the
+            same plain-EM-step criterion and reach the same fixed points); or one of Whiley's
+            chapter 2 (:mod:`lcbayes.engines.algorithms`): ``"iem"`` (incremental EM),
+            ``"cg"``, ``"gcg"`` (conjugate gradients, generalised CG), ``"em_eta"``, ``"eg"``,
+            ``"gp"`` (Helmbold et al.), ``"acg_phi"``, ``"acg_theta"``, ``"acg_theta_chi"``
+            (approximate CG), ``"daem"`` (deterministic annealing EM). Each stops when the
+            objective changes by less than ``tol`` per row over an iteration. A prior needs
+            em, squarem, iem, daem, cg or gcg; ``pad_classes`` em, squarem, iem or daem.
+        eta: the learning rate of em_eta, eg, gp and the acg family (per-observation scale;
+            ``None``: :data:`lcbayes.engines.algorithms.DEFAULT_ETA`).
+        betas: DAEM's inverse temperatures: increasing values in ``(0, 1]`` ending at 1, or a
+            number ``beta_min`` for a geometric schedule of 10 from it to 1 (``None``: from 0.5).
+        blocks: IEM's number of blocks of data patterns (``None``: at most 100; the number of
+            patterns visits one pattern at a time).
+        acceleration: the older name of ``algorithm``: ``"squarem"`` or ``"none"`` (plain EM).
         pad_classes: run a latent class model inside the compiled program of the model with
             ``pad_classes`` classes, the extra classes switched off
             (:mod:`lcbayes.engines.padding`): fits of several sizes then compile once. The
@@ -334,7 +265,6 @@ def em(
     keep = None if keep is None else check_int(keep, "keep", 1, restarts + (init is not None))
     burn_in = check_int(burn_in, "burn_in", 1)
     check_choice(map_basis, "map_basis", ("softmax", "simplex"))
-    check_choice(acceleration, "acceleration", ("squarem", "none"))
     if standard_errors is not None:
         check_choice(standard_errors, "standard_errors", ("empirical", "observed"))
     batch_size = check_batching(batch_size, restarts + (init is not None))
@@ -342,6 +272,9 @@ def em(
     run_structure = structure if padding is None else padding.padded
     data = fit_data(structure, data)
     alphas = prior_tables(structure, prior)
+    settings = algorithm_settings(algorithm, acceleration, prior=alphas is not None,
+                                  padded=padding is not None, eta=eta, betas=betas,
+                                  blocks=blocks, n_patterns=data.n_patterns)
     if alphas is not None and map_basis == "simplex" and min(a.min() for a in alphas) < 1:
         raise ArgumentError(
             "map_basis='simplex' needs every prior pseudo-count >= 1 (the posterior mode is on "
@@ -361,9 +294,19 @@ def em(
         starts = tuple(jnp.concatenate([s[:restarts], jnp.asarray(t)[None]])
                        for s, t in zip(starts, given, strict=True))
     restarts = starts[0].shape[0]
-    runs, kept = _run_restarts(run_structure, patterns, weights, alpha_arrays, tol * n_obs,
-                               starts, max_iter, shift, batch_size, keep, burn_in,
-                               acceleration == "squarem", held)
+    args = (run_structure, patterns, weights, alpha_arrays, tol * n_obs)
+    fold = {"complete": complete_columns(data.patterns), "held": held}
+    if settings.algorithm in ("em", "squarem"):
+        def run(batch, limit):
+            return run_em(*args, batch, limit, max_iter, shift, batch_size,
+                          settings.algorithm == "squarem", **fold)
+    else:
+        def run(batch, limit):
+            return run_algorithm(*args, batch, limit, max_iter, shift, batch_size,
+                                 settings.algorithm, settings.eta,
+                                 None if settings.betas is None else jnp.asarray(settings.betas),
+                                 settings.blocks, **fold)
+    runs, kept = run_restarts(run, starts, max_iter, keep, burn_in)
     best = int(np.nanargmax(runs.objective))
     best_tables = [t[best] for t in runs.tables]
     tables = _order_classes(structure, best_tables if padding is None
@@ -387,6 +330,7 @@ def em(
         expected_counts=from_tables(structure, est.counts),
         score_prior=from_tables(structure, alphas if alphas is not None
                                 else prior_tables(structure, "dirichlet")),
+        algorithm=settings.algorithm,
         **record_fields(structure, data, runs, best, est.hidden_marginals, start, seed,
                         restarts, tol, max_iter),
     )

@@ -48,7 +48,9 @@ class EMResult(RunRecord):
     pseudo-counts that CS and BICp use: the fit's prior, or 1 everywhere for an ML fit.
     ``standard_errors`` (``{node: CPT-shaped}``, with ``se_method`` ``"empirical"`` or
     ``"observed"``) are there when asked for (``em(standard_errors=...)`` or
-    :meth:`with_standard_errors`; :mod:`lcbayes.information`).
+    :meth:`with_standard_errors`; :mod:`lcbayes.information`). ``algorithm`` names the
+    estimation algorithm (:mod:`lcbayes.engines.algorithms`; ``history`` and ``n_iter`` count
+    its iterations).
     """
 
     params: dict[str, np.ndarray]
@@ -65,6 +67,7 @@ class EMResult(RunRecord):
     score_prior: dict[str, np.ndarray]
     standard_errors: dict[str, np.ndarray] | None = None
     se_method: str | None = None
+    algorithm: str = "squarem"
 
     # ------------------------------------------------------------------ scores
     @property
@@ -156,6 +159,19 @@ class EMResult(RunRecord):
         return {f"{name}_corrected": getattr(self, name) + self.log_alias
                 for name in ("bic", "bicp", "cs")}
 
+    def flops_per_iteration(self, line_search_evaluations: float = 0.0) -> float | None:
+        """Operations per iteration of :attr:`algorithm` on this fit's latent class model and
+        rows (Whiley §2.9, Tables 2.3-2.4; :func:`lcbayes.engines.algorithms.flops`; ``x``
+        of CG/GCG is ``line_search_evaluations``); ``None`` for other structure kinds."""
+        s = self.structure
+        if s.kind != "latent_class":
+            return None
+        from .algorithms.flops import flops
+
+        items = [s.cardinalities[i] for i in s.observed_nodes]
+        return flops(self.algorithm, len(items), s.n_classes, self.n_observed_rows,
+                     cardinalities=items, line_search_evaluations=line_search_evaluations)
+
     # ------------------------------------------------------------------ estimates
     @property
     def estimate(self) -> dict[str, np.ndarray]:
@@ -192,6 +208,7 @@ class EMResult(RunRecord):
         weights = self.class_weights
         return json_value({
             "method": "em",
+            "algorithm": self.algorithm,
             "estimator": self.estimator,
             "map_basis": self.map_basis,
             **self._run_dict(),
@@ -242,6 +259,7 @@ class EMResult(RunRecord):
             standard_errors=(None if spec.get("standard_errors") is None
                              else arrays_from_json(spec["standard_errors"])),
             se_method=spec.get("se_method"),
+            algorithm=spec.get("algorithm", "squarem"),
         )
         if spec.get("effective_dimension") is not None:  # spare recomputing the cached value
             result.__dict__["effective_dimension"] = int(spec["effective_dimension"])
@@ -262,7 +280,8 @@ class EMResult(RunRecord):
                     f"{len(s.observed_nodes)} observed nodes")
         qualifier = "" if self.se_method is None else f" (standard errors, {self.se_method} " \
                                                        "information)"
-        lines = [head + f", {estimator} by EM", "",
+        by = {"squarem": "EM (SQUAREM)", "em": "EM"}.get(self.algorithm, self.algorithm)
+        lines = [head + f", {estimator} by {by}", "",
                  *self.estimate_lines(qualifier, errors=self.standard_errors)]
         status = "converged" if self.converged else "NOT converged (raise max_iter)"
         gap = np.abs(self.restart_objectives - self.objective)
@@ -275,7 +294,7 @@ class EMResult(RunRecord):
             f"number of estimated parameters: {self.n_parameters}",
             f"log-likelihood: {self.loglik:.4f}",
             *self._score_lines(),
-            f"EM: {status} after {plural(self.n_iter, 'iteration')}; best found by "
+            f"{by}: {status} after {plural(self.n_iter, 'iteration')}; best found by "
             f"{best_count} of {plural(self.restarts, 'restart')}; {self.seconds:.2f} s",
         ]
         return "\n".join(lines)

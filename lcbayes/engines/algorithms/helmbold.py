@@ -1,0 +1,79 @@
+"""Helmbold, Schapire, Singer & Warmuth's updates, per multinomial row (Whiley §2.6, App A.3).
+
+Each step maximises ``eta [L + grad L^T (theta - theta^t)] - d(theta, theta^t)`` subject to
+every row summing to one. On the *per-observation* scale ``(1/N) L`` (Helmbold et al.'s; the
+digest's note on §2.6), with ``g_k = (1/N) dL/dtheta_ijk`` at ``theta^t`` and the row's
+entries ``k = 1..r_i``:
+
+* ``"gp"``, Euclidean distance (eq. 2.17): ``theta_k + eta (g_k - (1/r_i) sum_l g_l)``;
+* ``"eg"``, relative entropy (eq. 2.18, the typo ``theta_ij1`` fixed):
+  ``theta_k exp(eta g_k) / sum_l theta_l exp(eta g_l)``;
+* ``"em_eta"``, chi-squared distance (eq. 2.19):
+  ``theta_k (eta (g_k - sum_l theta_l g_l) + 1)``.
+
+For the proportion vector alone (components known), ``sum_j p_j g_j = 1`` (eq. 2.20), so
+``em_eta`` with ``eta = 1`` is EM (and ``em_eta`` is Peters & Walker's over-relaxed EM).
+GP and EM_eta can leave the simplex; a step that would is kept inside by :func:`feasible`
+(ours: the thesis only says that ``eta`` must then be small). Every entry's gradient comes
+from ``jax.grad`` (:class:`.problem.Problem`), so the updates apply to every structure kind.
+Maximum likelihood only (the updates are defined on the log-likelihood); no update is
+guaranteed to increase it.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .problem import Problem
+from .state import Kernel, State, converged, initial_state, record
+
+__all__ = ["FEASIBLE_FRACTION", "RULES", "build", "feasible", "update"]
+
+RULES = ("gp", "eg", "em_eta")
+
+#: A step leaving the parameter space is cut to this fraction of the largest feasible one.
+FEASIBLE_FRACTION = 0.9
+
+
+def feasible(problem: Problem, x, delta):
+    """``x + delta`` kept in the parameter space: entries at the boundary that ``delta``
+    pushes out stay there (:meth:`.problem.Problem.inward`); if the step still leaves it is cut to
+    ``FEASIBLE_FRACTION`` of the largest feasible one (:meth:`.problem.Problem.max_step`), so
+    entries tending to a boundary optimum shrink geometrically."""
+    delta = problem.inward(x, delta)
+    a_max = problem.max_step(x, delta)
+    return problem.hold(x + jnp.where(a_max < 1.0, FEASIBLE_FRACTION * a_max, 1.0) * delta)
+
+
+def update(problem: Problem, rule: str, x, g, eta):
+    """One update of ``rule`` from ``x`` with per-observation gradient ``g`` (module
+    docstring; eqs 2.17-2.19)."""
+    if rule == "eg":
+        scaled = eta * g
+        top = jax.ops.segment_max(scaled, problem.rows, num_segments=problem.n_rows)
+        tilted = x * jnp.exp(scaled - top[problem.rows])  # each row shifted by its maximum
+        return problem.hold(tilted / problem.row_sum(tilted))
+    if rule == "gp":
+        delta = eta * (g - problem.row_sum(g) / problem.width)
+    else:
+        delta = eta * x * (g - problem.row_sum(x * g))
+    if problem.held is not None:
+        delta = jnp.where(problem.held[0], delta, 0.0)
+    return feasible(problem, x, delta)
+
+
+def build(problem: Problem, rule: str, eta, tol_total, max_iter: int) -> Kernel:
+    """The kernel of ``rule`` (one of :data:`RULES`) with learning rate ``eta``."""
+
+    def init(x0) -> State:
+        value, g = problem.value_and_gradient(x0)
+        return initial_state(x0, value, max_iter, gradient=g / problem.n_obs)
+
+    def step(state: State) -> State:
+        x = update(problem, rule, state.x, state.gradient, eta)
+        value, g = problem.value_and_gradient(x)
+        return record(state, state.value, converged(state.value, value, tol_total), x=x,
+                      value=value, gradient=g / problem.n_obs)
+
+    return Kernel(init, step)
