@@ -354,3 +354,16 @@ def test_padded_iem_and_daem_fit_what_unpadded_ones_fit(carcinoma):
         plain = lcb.em(s, carcinoma, restarts=2, seed=0, algorithm=algorithm)
         padded = lcb.em(s, carcinoma, restarts=2, seed=0, algorithm=algorithm, pad_classes=3)
         assert padded.loglik == pytest.approx(plain.loglik, abs=1e-6)
+
+
+def test_cli_fit_takes_an_algorithm(capsys):
+    from lcbayes.cli import main
+
+    path = str(shared_csv("carcinoma.csv"))
+    assert main(["fit", path, "--classes", "2", "--algorithm", "eg", "--eta", "1.5",
+                 "--restarts", "2", "--se", "none", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["algorithm"] == "eg"
+    assert out["loglik"] == pytest.approx(-317.2568, abs=1e-3)
+    assert main(["fit", path, "--classes", "2", "--method", "vbem", "--algorithm", "cg"]) == 2
+    assert "--algorithm applies to --method em" in capsys.readouterr().err

@@ -3,7 +3,9 @@ fit one model and print a readable summary, or one JSON object (the result's ``t
 with ``--json``:
 
 * ``em`` (default): ML or MAP estimates with BIC, AIC, ICL, Cheeseman-Stutz, BICp, the alias
-  correction and BIC with the effective dimension;
+  correction and BIC with the effective dimension; ``--algorithm`` picks the estimation
+  algorithm (SQUAREM by default; Whiley 1999 ch. 2's, :mod:`lcbayes.engines.algorithms`) and
+  ``--eta`` its learning rate;
 * ``vbem``: the variational lower bound ``elbo``, ``log_alias`` and ``elbo_corrected``;
 * ``ais``: annealed importance sampling (:func:`lcbayes.ais`): the log evidence
   ``log_evidence``, its standard error ``stderr``, the effective number of chains ``ess`` and
@@ -23,6 +25,7 @@ import time
 from ..constructors import latent_class
 from ..dimension import effective_dimension
 from ..engines.ais import KERNELS, ais
+from ..engines.algorithms import ALGORITHMS, DEFAULT_ETA
 from ..engines.em import em
 from ..engines.exact import exact_evidence
 from ..engines.vbem import vbem
@@ -41,7 +44,8 @@ __all__ = ["add_parser", "run"]
 #: The methods each method-specific option applies to (``--seed``, ``--prior`` apply to all
 #: but exact / all).
 OPTION_METHODS = {
-    "restarts": ("em", "vbem"), "keep": ("em",), "se": ("em",), "tol": ("em", "vbem"),
+    "restarts": ("em", "vbem"), "keep": ("em",), "se": ("em",), "algorithm": ("em",),
+    "eta": ("em",), "tol": ("em", "vbem"),
     "max_iter": ("em", "vbem"), "max_terms": ("exact",), "chains": ("ais",),
     "temperatures": ("ais",), "schedule": ("ais",), "kernel": ("ais",),
     "target_stderr": ("ais",), "max_chains": ("ais",),
@@ -68,6 +72,12 @@ def add_parser(sub) -> None:
     fit.add_argument("--keep", type=int, default=None,
                      help=f"two-stage run: all restarts {default(em, 'burn_in')} iterations, "
                           "the KEEP best continue")
+    fit.add_argument("--algorithm", default=None, choices=ALGORITHMS,
+                     help="em: the estimation algorithm (default squarem; em is plain EM; the "
+                          "others are Whiley 1999 ch. 2's: incremental EM, conjugate gradients, "
+                          "Helmbold et al.'s, approximate CG, deterministic annealing)")
+    fit.add_argument("--eta", type=float, default=None,
+                     help=f"em: learning rate of --algorithm {', '.join(DEFAULT_ETA)}")
     fit.add_argument("--seed", type=int, default=default(em, "seed"),
                      help=f"random seed (default {default(em, 'seed')})")
     fit.add_argument("--prior", type=float, default=None,
@@ -125,6 +135,7 @@ def _result(args: argparse.Namespace, structure, data):
         return vbem(structure, data, seed=args.seed, prior=bayes_prior, **options)
     se = {None: "empirical", "none": None}.get(args.se, args.se)
     return em(structure, data, seed=args.seed, prior=args.prior, keep=args.keep,
+              algorithm=args.algorithm, eta=args.eta,
               standard_errors=se if args.prior is None else None, **options)
 
 
