@@ -91,6 +91,7 @@ API: dict[str, str] = {
     # structure learning
     "learn_classes": "lcbayes.learn",
     "learn_hlc": "lcbayes.learn",
+    "learn_tree": "lcbayes.learn",
     "LearnResult": "lcbayes.learn",
     # comparison
     "compare": "lcbayes.comparison",

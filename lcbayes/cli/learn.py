@@ -1,7 +1,8 @@
-"""``lcbayes learn DATA.csv [--skeleton tree.json] [--score bic] [--method splitmerge]
+"""``lcbayes learn DATA.csv [--skeleton tree.json | --tree] [--score bic] [--method splitmerge]
 [--seed N] [--time-limit S] [--json] [--report out.html]``: search for the number of latent
-classes (:func:`lcbayes.learn_classes`, Karčiauskas 2005) or, with ``--skeleton``, for the
-hidden cardinalities of an HLC model on that tree (:func:`lcbayes.learn_hlc`), and print the
+classes (:func:`lcbayes.learn_classes`, Karčiauskas 2005), with ``--skeleton`` for the
+hidden cardinalities of an HLC model on that tree (:func:`lcbayes.learn_hlc`), or with
+``--tree`` for the hidden tree itself (:func:`lcbayes.learn_tree`, EAST), and print the
 best model with the path of moves, or with ``--json`` one object: the chosen model under
 ``best`` (structure, parameters and scores in the form of ``lcbayes fit --json``, plus
 ``score``), the ``path`` of moves and the search's settings.
@@ -16,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ..learn import METHODS, SCORES, learn_classes, learn_hlc
+from ..learn import METHODS, SCORES, learn_classes, learn_hlc, learn_tree
 from .common import UsageError, add_data_arguments, check_output, default, read_data
 
 __all__ = ["add_parser", "run"]
@@ -33,6 +34,11 @@ def add_parser(sub) -> None:
     add_data_arguments(cmd)
     cmd.add_argument("--skeleton", help="JSON file {\"tree\": {hidden: [children]}}: learn the "
                                         "hidden cardinalities of an HLC model on this tree")
+    cmd.add_argument("--tree", action="store_true",
+                     help="learn the hidden tree (structure and cardinalities) of an HLC model "
+                          "by EAST's expand-adjust-simplify search")
+    cmd.add_argument("--max-hidden", type=int, default=None,
+                     help="with --tree: never have more hidden nodes than this")
     cmd.add_argument("--score", default=default(learn_classes, "score"),
                      help=f"the score to maximise: {', '.join(SCORES)} (default "
                           f"{default(learn_classes, 'score')})")
@@ -74,7 +80,12 @@ def run(args: argparse.Namespace) -> int:
     data = read_data(args)
     common = {"score": args.score, "method": args.method, "seed": args.seed,
               "time_limit": args.time_limit, "progress": not args.json}
-    if args.skeleton is None:
+    if args.tree:
+        if args.skeleton is not None or args.classes is not None:
+            raise UsageError("--tree learns the tree; leave out --skeleton and --classes")
+        result = learn_tree(data, score=args.score, seed=args.seed, time_limit=args.time_limit,
+                            max_hidden=args.max_hidden, progress=not args.json)
+    elif args.skeleton is None:
         result = learn_classes(data, classes=args.classes, max_classes=args.max_classes,
                                **common)
     else:

@@ -9,11 +9,15 @@ Modules: :mod:`.mixture` (a latent class model on the host and its capacity layo
 :mod:`.operations` (split, merge), :mod:`.restarts` (multiple-restart EM with pruning, every
 start a lane of one compiled program), :mod:`.scoring` (the scores searched on),
 :mod:`.moves` (the up / down / sideways moves), :mod:`.search` (the searches and
-:func:`learn_classes`), :mod:`.result` (:class:`LearnResult`).
+:func:`learn_classes`), :mod:`.result` (:class:`LearnResult`). The hidden tree itself is
+learned by :func:`learn_tree` (:mod:`.tree_search`: EAST's operators in
+:mod:`.tree_operators`, local EM in :mod:`.tree_local`, drawings in :mod:`.tree_drawing`).
 """
 
 from .result import LearnResult, Move
 from .scoring import SCORES
 from .search import METHODS, learn_classes, learn_hlc
+from .tree_search import learn_tree
 
-__all__ = ["METHODS", "SCORES", "LearnResult", "Move", "learn_classes", "learn_hlc"]
+__all__ = ["METHODS", "SCORES", "LearnResult", "Move", "learn_classes", "learn_hlc",
+           "learn_tree"]

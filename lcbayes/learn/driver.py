@@ -30,8 +30,11 @@ class Path:
     def __init__(self, started: float, bar) -> None:
         self.started, self.bar, self.moves = started, bar, []
 
-    def add(self, operation: str, candidate: Scored, accepted: bool) -> None:
-        classes, hidden = _hidden(candidate.model)
+    def add(self, operation: str, candidate: Scored, accepted: bool,
+            hidden: str | None = None) -> None:
+        """Record a move; ``hidden`` replaces the candidate's cardinalities as its text."""
+        classes, cards = _hidden(candidate.model)
+        hidden = cards if hidden is None else hidden
         self.moves.append(Move(step=len(self.moves), operation=operation, classes=classes,
                                hidden=hidden, loglik=candidate.loglik, score=candidate.score,
                                accepted=accepted, seconds=time.perf_counter() - self.started))

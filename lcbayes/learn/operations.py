@@ -37,7 +37,7 @@ def split_perturbation(probs: np.ndarray, p: float, rng: np.random.Generator) ->
     u = rng.uniform(-1.0, 1.0, size=probs.shape)
     u = u - u.mean()
     peak = np.abs(u).max()
-    if peak == 0.0:
+    if peak == 0.0 or p == 0.0:
         return np.zeros_like(probs)
     r = p * u / peak
     room = np.minimum(probs - EDGE, 1.0 - EDGE - probs)

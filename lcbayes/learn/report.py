@@ -2,8 +2,8 @@
 
 It holds the search's settings and versions, the path as a table, the score of the current
 model against time with every candidate tried (Karčiauskas 2005, Figs 6.4-6.7 plot the same
-against time for SplitMerge and Standard3), the chosen model's class profiles and its
-structure.
+against time for SplitMerge and Standard3), the chosen model's class profiles (an HLC model:
+its tree, :func:`.tree_drawing.tree_figure`) and its structure.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from ..render import (
     versions,
     write_text,
 )
+from .tree_drawing import tree_figure
 
 if TYPE_CHECKING:
     from .result import LearnResult
@@ -32,7 +33,9 @@ __all__ = ["score_figure", "write_html"]
 
 #: Marker colour of each operation in the score figure.
 _COLOURS = {"start": "black", "split": "tab:blue", "merge": "tab:orange",
-            "adjust": "tab:green", "restarts": "tab:purple"}
+            "adjust": "tab:green", "restarts": "tab:purple", "add_node": "tab:blue",
+            "add_state": "tab:cyan", "relocate": "tab:green", "remove_node": "tab:orange",
+            "remove_state": "tab:red", "latent_class": "tab:purple"}
 
 
 def score_figure(result: LearnResult):
@@ -82,6 +85,10 @@ def write_html(result: LearnResult, path: str | Path, data_name: str | None = No
     figures = {"score_path": (score_figure(result), "The score of the current model (grey "
                               "step line) and of every candidate move against time; filled "
                               "markers were accepted. Labels: hidden cardinalities.")}
+    if result.structure.kind == "hlc":
+        figures["tree"] = (tree_figure(result.structure, f"chosen model ({result.method})"),
+                           "The chosen HLC tree: hidden nodes (circles) with their numbers of "
+                           "states, observed items (boxes) as leaves.")
     if result.structure.kind == "latent_class":
         figures["class_profiles"] = (profiles_figure(
             result.structure, fit, f"chosen model: {result.n_classes} classes (EM estimate)"),

@@ -18,6 +18,7 @@ import pandas as pd
 from ..engines.em_result import EMResult
 from ..render import json_value, plural
 from ..structure import Structure
+from .tree_drawing import tree_text
 
 __all__ = ["LearnResult", "Move"]
 
@@ -27,10 +28,14 @@ class Move(NamedTuple):
 
     Attributes:
         step: position in the path (0: the starting model).
-        operation: ``"start"``, ``"split"``, ``"merge"``, ``"adjust"`` or ``"restarts"``.
+        operation: ``"start"``, ``"split"``, ``"merge"``, ``"adjust"`` or ``"restarts"``;
+            the tree search's ``"add_node"``, ``"remove_node"``, ``"relocate"``,
+            ``"add_state"``, ``"remove_state"`` and ``"latent_class"``
+            (:mod:`.tree_search`).
         classes: the candidate's number of classes ``|H|`` (HLC: its total number of hidden
             states).
-        hidden: its hidden cardinalities as text (``"3"``; HLC: ``"H:2 H1:3 H2:1"``).
+        hidden: its hidden cardinalities as text (``"3"``; HLC: ``"H:2 H1:3 H2:1"``; the
+            tree search: the tree, ``"H0:2(H1:2(A,B,C),D,E)"``).
         loglik: its log-likelihood after the move's multiple-restart EM.
         score: its score.
         accepted: whether it became the current model.
@@ -49,7 +54,8 @@ class Move(NamedTuple):
 
 @dataclass(frozen=True, repr=False)
 class LearnResult:
-    """The best model a search found (:func:`lcbayes.learn_classes`).
+    """The best model a search found (:func:`lcbayes.learn_classes`, :func:`lcbayes.learn_hlc`,
+    :func:`lcbayes.learn_tree`).
 
     Attributes:
         fit: the best model's EM fit (:func:`lcbayes.em` from the search's parameters), with
@@ -121,6 +127,7 @@ class LearnResult:
         else:
             best = "hidden cardinalities " + ", ".join(f"{h} = {c}" for h, c in
                                                        self.cardinalities.items())
+        tree = [] if self.structure.kind != "hlc" else ["", tree_text(self.structure)]
         lines = [
             f"Structure search ({self.method}, score {self.score_name}): best model has "
             f"{best}, {self.score_name} = {self.score:.2f}, log-likelihood "
@@ -129,6 +136,7 @@ class LearnResult:
             f"({route}); {self.seconds:.1f} s, stopped: "
             + ("no move improved the score" if self.stopped == "converged"
                else "time limit reached"),
+            *tree,
         ]
         return "\n".join(lines)
 

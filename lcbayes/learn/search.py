@@ -45,7 +45,7 @@ from .scoring import SCORES, Scorer
 from .tree_moves import TreeRandomMoves, TreeReuseMoves, fit_trees, tree_scored, walk
 from .trees import TreeModel, random_tree, with_cardinalities
 
-__all__ = ["METHODS", "learn_classes", "learn_hlc"]
+__all__ = ["METHODS", "final_result", "learn_classes", "learn_hlc", "run_search"]
 
 #: The searches of :func:`learn_classes` and :func:`learn_hlc`.
 METHODS = ("splitmerge", "splitmerge_noadjust", "standard3", "fixed")
@@ -73,8 +73,9 @@ def _context(data: Dataset, score: str, method: str, seed, time_limit, started: 
         max_classes=None if max_classes is None else check_int(max_classes, "max_classes", 1))
 
 
-def _run(ctx: Context, name: str, progress: bool, search: Callable[[Path], Scored],
-         started: float) -> tuple[Scored, Path]:
+def run_search(ctx: Context, name: str, progress: bool, search: Callable[[Path], Scored],
+               started: float) -> tuple[Scored, Path]:
+    """``search(path)`` with a progress bar over the moves (if ``progress``)."""
     bar = new_bar(desc=name, unit="move") if progress else None
     path = Path(started, bar)
     try:
@@ -84,8 +85,8 @@ def _run(ctx: Context, name: str, progress: bool, search: Callable[[Path], Score
             bar.close()
 
 
-def _result(ctx: Context, structure: Structure, params, path: Path, method: str, seed,
-            started: float, settings: dict) -> LearnResult:
+def final_result(ctx: Context, structure: Structure, params, path: Path, method: str, seed,
+                 started: float, settings: dict) -> LearnResult:
     """The result: a final EM of the best model (every score of :class:`~lcbayes.EMResult`)."""
     fit = em(structure, ctx.data, restarts=0, init=params, tol=FINAL_TOL, max_iter=5000)
     tables = tuple(np.asarray(t) for t in to_tables(structure, fit.params))
@@ -169,9 +170,9 @@ def learn_classes(
         moves = ReuseMoves(ctx) if method.startswith("splitmerge") else RandomMoves(ctx)
         return greedy(path, ctx, moves, method != "splitmerge_noadjust", start)
 
-    best, path = _run(ctx, f"learn_classes ({method})", progress, search, started)
+    best, path = run_search(ctx, f"learn_classes ({method})", progress, search, started)
     structure = ctx.scorer.structure(best.model.n_classes)
-    return _result(ctx, structure, best.model.params(structure), path, method, seed, started,
+    return final_result(ctx, structure, best.model.params(structure), path, method, seed, started,
                    {"classes": classes})
 
 
@@ -273,7 +274,7 @@ def learn_hlc(
                  else TreeRandomMoves(ctx))
         return greedy(path, ctx, moves, method != "splitmerge_noadjust", start)
 
-    best, path = _run(ctx, f"learn_hlc ({method})", progress, search, started)
+    best, path = run_search(ctx, f"learn_hlc ({method})", progress, search, started)
     final = walk(best.model, structure.root)
-    return _result(ctx, final.structure, final.params, path, method, seed, started,
+    return final_result(ctx, final.structure, final.params, path, method, seed, started,
                    {"cardinalities": None if cardinalities is None else dict(cardinalities)})

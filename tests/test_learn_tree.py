@@ -1,0 +1,257 @@
+"""Learning the hidden tree of an HLC model (EAST): the operators with parameter reuse, local
+EM, the search, its result and the command line."""
+
+from __future__ import annotations
+
+import json
+from itertools import product
+
+import numpy as np
+import pytest
+
+import lcbayes as lcb
+from lcbayes.cli import main
+from lcbayes.errors import StructureError
+from lcbayes.learn.tree_drawing import (
+    bipartitions,
+    bracket,
+    robinson_foulds,
+    same_tree,
+    tree_text,
+)
+from lcbayes.learn.tree_local import local_em
+from lcbayes.learn.tree_operators import (
+    add_node,
+    add_state,
+    regularity_problems,
+    relocate,
+    remove_node,
+    remove_state,
+)
+from lcbayes.learn.tree_search import candidates
+from lcbayes.learn.trees import TreeModel
+from lcbayes.params import to_tables
+
+TREE = {"H": ["H1", "D", "E", "F"], "H1": ["A", "B", "C"]}
+COLUMNS = list("ABCDEF")
+
+
+def _truth(cards=None) -> lcb.Structure:
+    blank = lcb.Dataset.from_codes(np.tile([[0], [1]], (1, 6)), columns=COLUMNS)
+    return lcb.hlc(blank, TREE, cards or {"H": 2, "H1": 2})
+
+
+@pytest.fixture(scope="module")
+def data():
+    """Data from H (2 states) -> H1 (2 states): every item 0.85 on one value per state."""
+    truth = _truth()
+    params = {}
+    for i, name in enumerate(truth.nodes):
+        q, r = truth.table_shapes[i]
+        table = np.full((q, r), 0.15) if q > 1 else np.full((1, r), 1.0 / r)
+        if q > 1:
+            table[np.arange(q), (np.arange(q) + i) % r] = 0.85
+        params[name] = table.reshape(truth.cpt_shape(i))
+    return lcb.simulate(truth, params, 3000, seed=3)
+
+
+@pytest.fixture(scope="module")
+def small():
+    """A model with H1 ternary and random tables, and 400 rows with 5% missing values."""
+    truth = _truth({"H": 2, "H1": 3})
+    params = lcb.random_params(truth, seed=1)
+    model = TreeModel(truth, tuple(np.asarray(t) for t in to_tables(truth, params)))
+    return model, lcb.simulate(truth, params, 400, seed=2, missing=0.05)
+
+
+def _per_pattern(model: TreeModel, data) -> np.ndarray:
+    """``ln p(y)`` of every pattern by enumerating the joint hidden states (independent of the
+    sum-product code under test)."""
+    s, t = model.structure, model.tables
+    hidden = s.hidden_nodes
+    total = np.zeros(data.n_patterns)
+    for states in product(*(range(s.cardinalities[h]) for h in hidden)):
+        x = dict(zip(hidden, states, strict=True))
+        p = np.prod([t[h][x[s.parents[h][0]] if s.parents[h] else 0, x[h]] for h in hidden])
+        for j, leaf in enumerate(s.observed_nodes):
+            codes = data.patterns[:, j]
+            row = t[leaf][x[s.parents[leaf][0]]]
+            p = p * np.where(codes >= 0, row[np.maximum(codes, 0)], 1.0)
+        total = total + p
+    return np.log(total)
+
+
+def test_node_introduction_keeps_the_distribution(small):
+    model, data = small
+    before = _per_pattern(model, data)
+    for h, pair in [("H", ("D", "E")), ("H", ("H1", "F")), ("H1", ("A", "H"))]:
+        cand = add_node(model, data, h, pair, "N")
+        np.testing.assert_allclose(_per_pattern(cand.model, data), before, atol=1e-10)
+        k = model.structure.cardinalities[model.structure.index(h)]
+        assert cand.model.structure.n_parameters == model.structure.n_parameters + k * (k - 1)
+        assert set(cand.model.structure.observed_names) == set(COLUMNS)
+        kids = cand.model.structure.children[cand.model.structure.root]
+        assert {cand.model.structure.nodes[c] for c in kids} == {h, *pair}
+
+
+def test_state_introduction_and_deletion(small):
+    model, data = small
+    before = _per_pattern(model, data)
+    rng = np.random.default_rng(0)
+    grown = add_state(model, data, "H1", 1, 0.0, rng)
+    np.testing.assert_allclose(_per_pattern(grown.model, data), before, atol=1e-10)
+    # P(H1 | H): 2 rows of one more free entry; P(A | H1), P(B | H1), P(C | H1): a row each
+    assert grown.model.structure.n_parameters == model.structure.n_parameters + 2 + 3
+    back = remove_state(grown.model, data, "H1", 1, 3)      # the two halves of state 1
+    np.testing.assert_allclose(_per_pattern(back.model, data), before, atol=1e-10)
+    assert back.model.structure.n_parameters == model.structure.n_parameters
+    moved = add_state(model, data, "H1", 1, 0.05, rng)
+    assert np.max(np.abs(_per_pattern(moved.model, data) - before)) > 1e-6
+
+
+def test_node_deletion_undoes_an_introduction(small):
+    model, data = small
+    before = _per_pattern(model, data)
+    grown = add_node(model, data, "H", ("D", "E"), "N").model
+    for h, g in [("H", "N"), ("N", "H")]:
+        back = remove_node(grown, data, h, g).model
+        np.testing.assert_allclose(_per_pattern(back, data), before, atol=1e-10)
+        assert back.structure.n_parameters == model.structure.n_parameters
+        assert robinson_foulds(back.structure, model.structure) == 0
+    merged = remove_node(model, data, "H", "H1").model
+    assert len(merged.structure.hidden_nodes) == 1
+    assert merged.structure.n_parameters == 1 + 6 * 2
+
+
+def test_relocation_keeps_the_leaves(small):
+    model, data = small
+    cand = relocate(model, data, "A", "H1", "H")
+    s = cand.model.structure
+    assert sorted(s.observed_names) == COLUMNS
+    assert s.parents[s.index("A")] == (s.index("H"),)
+    assert s.n_parameters == model.structure.n_parameters - 3 * 1 + 2 * 1
+    # relocating onto a node that copies the old parent keeps the distribution
+    star = remove_node(model, data, "H", "H1").model          # one hidden node, six leaves
+    grown = add_node(star, data, "H", ("A", "B"), "N").model
+    moved = relocate(grown, data, "C", "H", "N").model
+    np.testing.assert_allclose(_per_pattern(moved, data), _per_pattern(star, data), atol=1e-10)
+    assert moved.structure.n_parameters == grown.structure.n_parameters
+    assert bipartitions(moved.structure) == {frozenset({"D", "E", "F"})}
+
+
+@pytest.mark.parametrize(("move", "message"), [
+    (lambda m, d: add_node(m, d, "H", ("A", "D"), "N"), "not a neighbour"),
+    (lambda m, d: add_node(m, d, "H", ("D", "D"), "N"), "two different"),
+    (lambda m, d: add_node(m, d, "A", ("B", "C"), "N"), "not a hidden node"),
+    (lambda m, d: add_node(m, d, "H", ("D", "E"), "H1"), "already taken"),
+    (lambda m, d: remove_node(m, d, "H", "D"), "not a hidden node"),
+    (lambda m, d: relocate(m, d, "H1", "H", "H1"), "to itself"),
+    (lambda m, d: remove_state(m, d, "H", 0, 0), "cannot be merged"),
+])
+def test_invalid_moves_are_refused(small, move, message):
+    model, data = small
+    with pytest.raises(StructureError, match=message):
+        move(model, data)
+
+
+def test_moves_that_break_regularity_are_refused(small):
+    model, data = small
+    lean = relocate(model, data, "A", "H1", "H").model       # H1 (3 states): H, B, C left
+    assert not regularity_problems(lean.structure)
+    with pytest.raises(StructureError, match="regularity needs < 2"):
+        relocate(lean, data, "B", "H1", "H")                 # H, C: |H1| < min(2, 2) fails
+    four = add_state(lean, data, "H1", 0, 0.0, np.random.default_rng(0)).model  # 4 <= 8 / 2
+    with pytest.raises(StructureError, match="regularity needs <= 4"):
+        add_state(four, data, "H1", 0, 0.0, np.random.default_rng(0))
+    one = lean
+    for _ in range(2):
+        one = remove_state(one, data, "H1", 0, 1).model
+    with pytest.raises(StructureError, match="at least two"):
+        relocate(relocate(one, data, "B", "H1", "H").model, data, "C", "H1", "H")
+    assert regularity_problems(lcb.hlc(data, {"Z": COLUMNS[:3]}, {"Z": 5}))
+    assert not regularity_problems(lcb.hlc(data, {"Z": COLUMNS[:3]}, {"Z": 4}))
+
+
+def test_local_em_gives_each_candidate_its_exact_loglik(small):
+    model, data = small
+    rng = np.random.default_rng(0)
+    found = [c for phase in ("expand", "adjust", "simplify")
+             for c in candidates(model, data, phase, rng, 0.05)]
+    assert {c.operation for c in found} == {"add_node", "add_state", "relocate", "remove_node",
+                                            "remove_state"}
+    fits = local_em(model, data, found, tol=1e-6)
+    for fit in fits:
+        full = data.counts @ _per_pattern(fit.model, data)
+        start = data.counts @ _per_pattern(fit.candidate.model, data)
+        assert fit.loglik == pytest.approx(full, abs=1e-7)
+        assert fit.loglik >= start - 1e-7
+
+
+def test_bipartitions_and_robinson_foulds(small):
+    model, _ = small
+    s = model.structure
+    assert bipartitions(s) == {frozenset({"D", "E", "F"})}
+    lc = lcb.hlc(lcb.Dataset.from_codes(np.zeros((2, 6), dtype=int) + np.array([[0], [1]]),
+                                        columns=COLUMNS), {"Z": COLUMNS}, {"Z": 2})
+    assert robinson_foulds(s, lc) == 1 and not same_tree(s, lc)
+    assert same_tree(s, s) and not same_tree(s, _truth())
+    assert bracket(s) == "H:2(H1:3(A,B,C),D,E,F)"
+    assert tree_text(s).splitlines()[:3] == ["H (2 states)", "|-- H1 (3 states)", "|   |-- A"]
+
+
+@pytest.fixture(scope="module")
+def learned(data):
+    return lcb.learn_tree(data, seed=0)
+
+
+def test_the_search_recovers_the_generating_tree(learned, data):
+    assert same_tree(learned.structure, _truth())
+    assert learned.method == "east" and learned.structure.kind == "hlc"
+    assert learned.score == pytest.approx(learned.fit.bic)
+    frame = learned.to_frame()
+    assert frame["operation"].iloc[0] == "start" and frame["hidden"].iloc[0].startswith("H0:2(")
+    accepted = frame[frame["accepted"] & (frame["operation"] != "latent_class")]
+    assert np.all(np.diff(accepted["score"]) > 0)
+    fit = lcb.em(learned.structure, data, init=learned.params, restarts=0)
+    assert fit.loglik == pytest.approx(learned.fit.loglik, abs=1e-4)
+
+
+def test_the_tree_never_scores_below_the_best_latent_class_model(learned, data):
+    classes = lcb.learn_classes(data, seed=0)
+    assert learned.score >= classes.score - 1e-6
+
+
+def test_same_seed_same_result(learned, data):
+    again = lcb.learn_tree(data, seed=0)
+    a, b = (r.to_frame().drop(columns="seconds") for r in (learned, again))
+    assert a[["operation", "hidden", "accepted"]].equals(b[["operation", "hidden", "accepted"]])
+    np.testing.assert_allclose(a["score"], b["score"], rtol=0, atol=1e-8)
+    assert again.structure == learned.structure
+
+
+def test_result_output(learned, tmp_path):
+    text = learned.summary()
+    assert "east" in text and tree_text(learned.structure) in text
+    spec = learned.to_dict()
+    assert spec["best"]["structure"]["kind"] == "hlc" and spec["method"] == "east"
+    json.dumps(spec)
+    page = learned.to_html(tmp_path / "tree.html").read_text()
+    assert 'id="tree"' in page or "chosen HLC tree" in page
+
+
+def test_cli_learn_tree(data, tmp_path, capsys):
+    csv = tmp_path / "d.csv"
+    data.to_pandas().to_csv(csv, index=False)
+    assert main(["learn", str(csv), "--tree", "--json", "--max-hidden", "1",
+                 "--time-limit", "5"]) == 0
+    spec = json.loads(capsys.readouterr().out)
+    assert spec["best"]["structure"]["kind"] == "hlc" and spec["method"] == "east"
+    assert len(spec["cardinalities"]) == 1
+    narrow = tmp_path / "two.csv"
+    data.to_pandas()[["A", "B"]].to_csv(narrow, index=False)
+    for args, message in [([str(csv), "--tree", "--time-limit", "0"], "--time-limit"),
+                          ([str(csv), "--tree", "--score", "nope"], "score"),
+                          ([str(narrow), "--tree"], "at least 3")]:
+        assert main(["learn", *args]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0]
