@@ -6,8 +6,19 @@ Usage::
     python benchmarks/bench_em.py --quick         # smoke test (N = 1000, max_iter 200, 2 repeats)
     python benchmarks/bench_em.py --no-stepmix    # lcbayes and the CLI only
     python benchmarks/bench_em.py --repeats 5     # more steady-state repeats of lcbayes
+    python benchmarks/bench_em.py --algorithm all # every algorithm of lcb.em (Whiley ch. 2)
+    python benchmarks/bench_em.py --algorithm gcg,iem --quick
 
 It prints figures only; nothing is asserted about time.
+
+With ``--algorithm NAMES`` (comma-separated names of ``lcb.em(algorithm=...)``, or ``all``) it
+times those algorithms instead, one table per data set with an ``algorithm`` column: the
+election ratings (12 four-level items with missing values, 3 classes) and the simulated set
+(``--rows`` rows, 20 binary items, 5 classes). Every algorithm starts from the same random
+starts (the seed) and stops on the same rule (``tol`` per row over one iteration); "first"
+includes compilation, "steady" is one more identical call. Iterations are the algorithm's own
+(a SQUAREM cycle, an IEM pass over the blocks, a CG step with its line search), so compare
+seconds across algorithms and iterations within one.
 
 What is measured:
 
@@ -157,6 +168,43 @@ def run_lcbayes(data, n_classes, restarts, tol, max_iter, seed, repeats, budget,
         n_converged=int(np.sum(result.restart_converged)),
         loglik=result.loglik,
     )
+
+
+def election():
+    path = DATA_DIR / "election.csv"
+    if not path.is_file():
+        return None, path
+    ratings = ["MORALG", "CARESG", "KNOWG", "LEADG", "DISHONG", "INTELG", "MORALB", "CARESB",
+               "KNOWB", "LEADB", "DISHONB", "INTELB"]
+    return lcb.Dataset.from_csv(path, columns=ratings), path
+
+
+def run_algorithms(title, data, n_classes, algorithms, restarts, tol, max_iter, seed):
+    """Every algorithm from the same starts: seconds (first call, with compilation, and one
+    steady repeat), iterations and the best log-likelihood."""
+    structure = lcb.latent_class(data, n_classes)
+    print()
+    print(f"== {title}: rows {data.n_rows}, patterns {data.n_patterns}, restarts {restarts}, "
+          f"tol {tol:g}, max_iter {max_iter}")
+    header = (f"   {'algorithm':<14} {'first s':>9} {'steady s':>9} {'it best':>8} "
+              f"{'it mean':>8} {'it max':>7} {'conv':>6} {'loglik':>16} {'vs squarem':>11}")
+    print(header)
+    print("   " + "-" * (len(header) - 3))
+    reference = None
+    for name in algorithms:
+        times, result = [], None
+        for _ in range(2):
+            start = time.perf_counter()
+            result = lcb.em(structure, data, restarts=restarts, seed=seed, tol=tol,
+                            max_iter=max_iter, algorithm=name)
+            times.append(time.perf_counter() - start)
+        if name == "squarem":
+            reference = result.loglik
+        gap = "" if reference is None else f"{result.loglik - reference:+11.2e}"
+        print(f"   {name:<14} {fmt_s(times[0]):>9} {fmt_s(times[1]):>9} {result.n_iter:>8} "
+              f"{np.mean(result.restart_n_iter):>8.1f} {np.max(result.restart_n_iter):>7} "
+              f"{int(np.sum(result.restart_converged)):>3}/{restarts:<2} {result.loglik:>16.4f} "
+              f"{gap}", flush=True)
 
 
 def run_stepmix(data, n_classes, restarts, tol, max_iter, seed, repeats):
@@ -325,6 +373,9 @@ def main(argv=None) -> int:
                         help="iteration limit per restart, both programs (default 1000, "
                              "StepMix's default; quick 200)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--algorithm", default=None,
+                        help="time these algorithms of lcb.em instead (comma-separated names, or "
+                             "'all'): election and the simulated set, an algorithm column")
     parser.add_argument("--keep", type=int, default=4,
                         help="also time the two-stage run em(keep=K): all starts run 10 "
                              "iterations, the K best continue (default 4)")
@@ -363,6 +414,26 @@ def main(argv=None) -> int:
           f"(budget {budget:g} s), stepmix repeats {args.stepmix_repeats}")
     print("  times in seconds; 'compile' = first call - steady; 'it' = EM iterations "
           "(best restart / mean / max over restarts); 'conv' = restarts that met tol")
+
+    if args.algorithm is not None:
+        from lcbayes.engines.algorithms import ALGORITHMS
+
+        names = ALGORITHMS if args.algorithm == "all" else tuple(args.algorithm.split(","))
+        unknown = sorted(set(names) - set(ALGORITHMS))
+        if unknown:
+            parser.error(f"unknown algorithm {', '.join(unknown)}; choose from "
+                         f"{', '.join(ALGORITHMS)} or all")
+        ratings, path = election()
+        if ratings is None:
+            print(f"\n== election: skipped (no file at {path})")
+        else:
+            run_algorithms("election: 3 classes, 12 four-level ratings", ratings, 3, names,
+                           restarts, tol, max_iter, seed)
+        data, _, shares = synthetic(n_rows, n_items, n_classes, seed)
+        run_algorithms(f"synthetic LC: {n_items} binary items, {n_classes} classes (true shares "
+                       f"{np.round(shares, 3).tolist()})", data, n_classes, names, restarts,
+                       tol, max_iter, seed)
+        return 0
 
     # 1 + 3: synthetic data
     data, prep, shares = synthetic(n_rows, n_items, n_classes, seed)
