@@ -239,19 +239,31 @@ def test_result_output(learned, tmp_path):
     assert 'id="tree"' in page or "chosen HLC tree" in page
 
 
-def test_cli_learn_tree(data, tmp_path, capsys):
+@pytest.mark.slow
+def test_cli_learn_tree_json(data, tmp_path, capsys):
     csv = tmp_path / "d.csv"
     data.to_pandas().to_csv(csv, index=False)
     assert main(["learn", str(csv), "--tree", "--json", "--max-hidden", "1",
-                 "--time-limit", "5"]) == 0
+                 "--time-limit", "0.01"]) == 0
     spec = json.loads(capsys.readouterr().out)
     assert spec["best"]["structure"]["kind"] == "hlc" and spec["method"] == "east"
     assert len(spec["cardinalities"]) == 1
+
+
+def test_cli_learn_tree_errors(data, tmp_path, capsys):
+    csv = tmp_path / "d.csv"
+    data.to_pandas().to_csv(csv, index=False)
     narrow = tmp_path / "two.csv"
     data.to_pandas()[["A", "B"]].to_csv(narrow, index=False)
     for args, message in [([str(csv), "--tree", "--time-limit", "0"], "--time-limit"),
+                          ([str(csv), "--tree", "--time-limit", "-3"], "--time-limit"),
                           ([str(csv), "--tree", "--score", "nope"], "score"),
+                          ([str(csv), "--tree", "--classes", "2"], "--tree"),
                           ([str(narrow), "--tree"], "at least 3")]:
         assert main(["learn", *args]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and message in err[0]
+    with pytest.raises(lcb.LcbayesError, match="max_hidden"):
+        lcb.learn_tree(data, max_hidden=0)
+    with pytest.raises(lcb.LcbayesError, match="time_limit"):
+        lcb.learn_tree(data, time_limit=0)

@@ -2,8 +2,8 @@
 Liu, Poon & Wang 2012, "Model-based multidimensional clustering of categorical data", AIJ 176;
 its operators are Zhang 2004's and Zhang & Kočka 2004's, :mod:`.tree_operators`).
 
-The search starts, as EAST does, from the latent class model with a binary class
-(multiple-restart EM from random starts), then repeats
+The search starts, as EAST does, from the latent class model with a binary class (the best of
+16 random starts after EM), then repeats
 
 1. **expand**: node introduction and state introduction; the candidate with the highest
    improvement ratio ``(score' - score) / (d' - d)`` among those that raise the score
@@ -184,10 +184,15 @@ def _one_hidden(data: Dataset, n_classes: int):
 
 
 def _start(ctx: Context) -> Scored:
-    """EAST's start: the latent class model with two classes, from random starts."""
+    """EAST's start: the latent class model with two classes, the best of ``ctx.n_splits``
+    random starts after EM (run as local EMs whose items are the leaves)."""
     structure = _one_hidden(ctx.data, 2)
-    starts = [random_tree(structure, ctx.rng) for _ in range(ctx.n_splits)]
-    return tree_scored(ctx, *fit_trees(ctx, starts, ctx.q_split)[0])
+    items = tuple((name, frozenset()) for name in structure.observed_names)
+    starts = [Candidate("start", "random start", random_tree(structure, ctx.rng), items)
+              for _ in range(ctx.n_splits)]
+    best = max(local_em(starts[0].model, ctx.data, starts, ctx.em.tol),
+               key=lambda fit: fit.loglik)
+    return tree_scored(ctx, best.model, best.loglik)
 
 
 def _classes_model(ctx: Context, classes) -> Scored:
