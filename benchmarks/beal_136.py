@@ -40,6 +40,7 @@ import pandas as pd
 
 from beal import ghahramani as bg
 from beal import study as beal_study
+from lcbayes.execution import executor as open_executor
 
 #: Score columns of the study, in the paper's Table 2 order (``*``: no alias correction).
 COLUMNS = ("MAP", "BIC*", "BICp*", "CS*", "VB*", "BIC", "BICp", "CS", "VB")
@@ -50,10 +51,33 @@ QUICK_SIZES = (10, 160, 640)
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_study(sizes, seed: int, restarts: int, workers: int
-              ) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+def fit_size(n: int, datasets: dict, seed: int, restarts: int, n_patterns: int,
+             workers: int) -> tuple[pd.DataFrame, dict, dict]:
+    """Every structure at one size (a task of :mod:`lcbayes.execution`: its numbers depend
+    on the size, the seed and the padding alone): scores, diagnostics, seconds."""
+    data = datasets[n]
+    fit = beal_study.fit_all(data, seed=seed, restarts=restarts, n_patterns=n_patterns,
+                             workers=workers)
+    frame = fit.to_frame()
+    frame.insert(0, "n", n)
+    diagnostics = {
+        "n": n, "patterns": data.n_patterns,
+        "EM s": round(fit.seconds["em"], 2), "VB s": round(fit.seconds["vb"], 2),
+        "EM restarts not converged": int((~fit.em_converged).sum()),
+        "VB restarts at the cap": int((~fit.vb_converged).sum()),
+        "VB iterations (all restarts)": int(fit.vb_n_iter.sum()),
+        "VB* < CS*": int((frame["VB*"] < frame["CS*"]).sum()),
+        "top VB structure": str(frame.loc[frame["VB"].idxmax(), "codes"]),
+    }
+    return frame, diagnostics, dict(fit.seconds)
+
+
+def run_study(sizes, seed: int, restarts: int, workers: int, executor=None, scheduler=None,
+              dask_workers=None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Score every structure at every size. Returns the long table of scores (one row per size
-    and structure), per-size diagnostics and the summed timings."""
+    and structure), per-size diagnostics and the summed timings. ``executor``, ``scheduler``,
+    ``dask_workers``: where the sizes run (:func:`lcbayes.execution.executor`; one task per
+    size, the same numbers anywhere)."""
     start = time.perf_counter()
     # prefixes of one draw of the largest paper size, so any --sizes gives the same data
     datasets = bg.nested_datasets(seed, sizes=sorted(set(sizes) | {bg.SIZES[-1]}))
@@ -66,26 +90,18 @@ def run_study(sizes, seed: int, restarts: int, workers: int
           f"padded to {n_patterns}, {workers} worker(s)")
     print(f"{'n':>6} {'EM s':>6} {'VB s':>6} {'compile s':>9}  rank of the true structure: "
           + " ".join(f"{c:>5}" for c in COLUMNS))
-    for n, data in datasets.items():
-        fit = beal_study.fit_all(data, seed=seed, restarts=restarts, n_patterns=n_patterns,
-                                 workers=workers)
-        for key, value in fit.seconds.items():
+    shared = {"datasets": datasets, "seed": seed, "restarts": restarts,
+              "n_patterns": n_patterns, "workers": workers}
+    with open_executor(executor, scheduler, dask_workers) as runner:
+        outcomes = runner.map(fit_size, list(datasets), shared, desc="sizes")
+    for frame, diagnostic, seconds in outcomes:
+        for key, value in seconds.items():
             times[key] += value
-        frame = fit.to_frame()
-        frame.insert(0, "n", n)
         frames.append(frame)
-        diagnostics.append({
-            "n": n, "patterns": data.n_patterns,
-            "EM s": round(fit.seconds["em"], 2), "VB s": round(fit.seconds["vb"], 2),
-            "EM restarts not converged": int((~fit.em_converged).sum()),
-            "VB restarts at the cap": int((~fit.vb_converged).sum()),
-            "VB iterations (all restarts)": int(fit.vb_n_iter.sum()),
-            "VB* < CS*": int((frame["VB*"] < frame["CS*"]).sum()),
-            "top VB structure": str(frame.loc[frame["VB"].idxmax(), "codes"]),
-        })
+        diagnostics.append(diagnostic)
         ranks = [bg.rank_of(frame[c].to_numpy(), true_index) for c in COLUMNS]
-        print(f"{n:>6} {fit.seconds['em']:>6.2f} {fit.seconds['vb']:>6.2f} "
-              f"{fit.seconds['compile']:>9.2f}"
+        print(f"{diagnostic['n']:>6} {seconds['em']:>6.2f} {seconds['vb']:>6.2f} "
+              f"{seconds['compile']:>9.2f}"
               f"  {'':27}" + " ".join(f"{r:>5}" for r in ranks), flush=True)
     return pd.concat(frames, ignore_index=True), pd.DataFrame(diagnostics), times
 
@@ -196,6 +212,10 @@ def main(argv=None) -> int:
     parser.add_argument("--restarts", type=int, default=3, help="prior draws per structure")
     parser.add_argument("--workers", type=int, default=2,
                         help="threads, each scoring an equal share of the structures")
+    parser.add_argument("--scheduler", default=None,
+                        help="run the sizes on the Dask cluster of this scheduler address")
+    parser.add_argument("--dask-workers", type=int, default=None,
+                        help="run the sizes on a local Dask cluster of this many processes")
     parser.add_argument("--quick", action="store_true",
                         help=f"sizes {QUICK_SIZES}, no report unless --out is given")
     parser.add_argument("--out", type=Path, default=None,
@@ -205,8 +225,9 @@ def main(argv=None) -> int:
     out = args.out if args.out is not None or args.quick else REPO / "reports"
 
     start = time.perf_counter()
-    scores, diagnostics, times = run_study(sorted(set(sizes)), args.seed, args.restarts,
-                                           args.workers)
+    scores, diagnostics, times = run_study(
+        sorted(set(sizes)), args.seed, args.restarts, args.workers,
+        "dask" if args.dask_workers is not None else None, args.scheduler, args.dask_workers)
     report_start = time.perf_counter()
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

@@ -87,6 +87,12 @@ def add_parser(sub) -> None:
     cmp.add_argument("--max-iter", type=int, default=None,
                      help=f"EM and VBEM iteration limit (default: the engines', "
                           f"{default(em, 'max_iter')} and {default(vbem, 'max_iter')})")
+    cmp.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                     help="run the candidates on the Dask cluster of this scheduler "
+                          "(tcp://host:8786; default: $LCBAYES_SCHEDULER); needs lcbayes[dask]")
+    cmp.add_argument("--workers", type=int, default=None,
+                     help="run the candidates on a local Dask cluster of this many worker "
+                          "processes (needs lcbayes[dask]); the table is the same")
     cmp.add_argument("--report", help="write a self-contained HTML report here")
     cmp.add_argument("--markdown", help="write a Markdown report here (PNG figures beside it)")
     cmp.add_argument("--wide", action="store_true",
@@ -154,9 +160,13 @@ def run(args: argparse.Namespace) -> int:
                              blrt_replicates="blrt_replicates")
     if options.get("ais_target_stderr") == "off":
         options["ais_target_stderr"] = None
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
     comp = compare(data, candidates, methods=args.methods, seed=args.seed,
                    exact={"auto": "auto", "yes": True, "no": False}[args.exact],
-                   progress=False if args.json else None, **options)
+                   progress=False if args.json else None,
+                   executor="dask" if args.workers is not None else None,
+                   scheduler=args.scheduler, workers=args.workers, **options)
     written = write_reports(comp, args.report, args.markdown, data_name=Path(args.data).name)
     if args.json:
         print(json.dumps(comp.to_dict()))

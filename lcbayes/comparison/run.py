@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Literal
 
 import pandas as pd
@@ -27,6 +28,8 @@ from ..data import Dataset
 from ..engines.ais import KERNELS, ais
 from ..engines.em import em
 from ..errors import LcbayesError, TooLargeError
+from ..execution import Executor, SerialExecutor
+from ..execution import executor as open_executor
 from ..progress import new_bar
 from ..render import versions
 from ..structure import Structure
@@ -58,6 +61,70 @@ def _needed(methods: tuple[str, ...], exact) -> list[registry.Need]:
     return [n for n in registry.needs() if n.name in names]
 
 
+def _side_by_side(task: tuple[str, Structure], data: Dataset, settings: dict,
+                  needed: list[registry.Need], exact) -> tuple[dict, str | None, dict]:
+    """The needed engine runs of one candidate ``(name, structure)`` that may run side by
+    side with other candidates', with its note and seconds per need."""
+    name, structure = task
+    note = "not requested (exact=False)" if exact is False else None
+    done: dict = {}
+    spent = {}
+    for need in needed:
+        if not need.side_by_side:
+            continue
+        t = time.perf_counter()
+        try:
+            done[need.name] = need.run(structure, data, settings, done)
+        except TooLargeError as exc:
+            if not need.too_large or exact is True:
+                raise TooLargeError(f"candidate {name!r}: {exc}") from None
+            done[need.name] = None
+            note = f"too large for max_terms={settings['max_terms']:g}"
+        finally:
+            spent[need.name] = time.perf_counter() - t
+    return done, note, spent
+
+
+def _one_at_a_time(structure: Structure, outcome: tuple, data: Dataset, settings: dict,
+                   needed: list[registry.Need]) -> tuple[dict, str | None, dict]:
+    """``outcome`` with the needs that run one candidate at a time (they compile programs of
+    their own)."""
+    done, note, spent = outcome
+    for need in needed:
+        if not need.side_by_side:
+            t = time.perf_counter()
+            done[need.name] = need.run(structure, data, settings, done)
+            spent[need.name] = time.perf_counter() - t
+    return done, note, spent
+
+
+def _candidate(task: tuple[str, Structure], data: Dataset, settings: dict,
+               needed: list[registry.Need], exact) -> tuple[dict, str | None, dict]:
+    """Every needed engine run of one candidate: a task of :mod:`lcbayes.execution`."""
+    outcome = _side_by_side(task, data, settings, needed, exact)
+    return _one_at_a_time(task[1], outcome, data, settings, needed)
+
+
+def _run_here(names: list[str], structures: list[Structure], shared: dict, workers: int,
+              show: bool) -> list[tuple]:
+    """Every candidate in this process: the first compiles the programs the others share,
+    then they run side by side on ``workers`` threads, then the one-at-a-time needs."""
+    bar = new_bar(total=len(structures), desc="compare", unit="model", disable=not show,
+                  file=sys.stderr)
+    try:
+        outcomes = [_side_by_side((names[0], structures[0]), **shared)]
+        bar.update(1)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for outcome in pool.map(partial(_side_by_side, **shared),
+                                    zip(names[1:], structures[1:], strict=True)):
+                outcomes.append(outcome)
+                bar.update(1)
+    finally:
+        bar.close()
+    return [_one_at_a_time(st, out, shared["data"], shared["settings"], shared["needed"])
+            for st, out in zip(structures, outcomes, strict=True)]
+
+
 def compare(
     data: Dataset | pd.DataFrame,
     candidates: Sequence[Structure] | Mapping[str, Structure] | None = None,
@@ -77,6 +144,8 @@ def compare(
     blrt_replicates: int = 500,
     progress: bool | None = None,
     workers: int | None = None,
+    executor: Literal["serial", "dask"] | Executor | None = None,
+    scheduler: str | None = None,
 ) -> Comparison:
     """Score every candidate structure by every requested method.
 
@@ -113,8 +182,14 @@ def compare(
         progress: a progress bar over the candidates (and AIS temperatures when
             ``workers=1``) on stderr; ``None``: when stderr is a terminal.
         workers: candidates run side by side on this many threads (default: the number of
-            CPU cores), after the first, which compiles the programs the others share. Every
-            candidate's numbers depend on its seed alone, not on ``workers``.
+            CPU cores), after the first, which compiles the programs the others share; with
+            ``executor="dask"`` and no ``scheduler``: the worker processes of the local Dask
+            cluster. Every candidate's numbers depend on its seed alone, not on ``workers``.
+        executor, scheduler: where the candidates run (:func:`lcbayes.execution.executor`):
+            ``None`` here (or on the Dask scheduler named by ``LCBAYES_SCHEDULER``), ``"dask"``
+            one candidate per task on a Dask cluster: ``scheduler="tcp://host:8786"`` joins a
+            running one, else a ``LocalCluster`` is started for the call. The data is sent to
+            every worker once; the table is the same as here, number for number.
 
     Returns:
         A :class:`~lcbayes.Comparison`; ``.to_frame()`` is the table.
@@ -155,48 +230,14 @@ def compare(
                 "blrt_replicates": blrt_replicates, "progress": show and workers == 1,
                 "iter_args": {} if max_iter is None else {"max_iter": max_iter}}
     started = time.perf_counter()
-    bar = new_bar(total=len(structures), desc="compare", unit="model", disable=not show,
-                  file=sys.stderr)
-
-    def candidate(name: str, structure: Structure) -> tuple[dict, str | None, dict]:
-        """The needed engine runs of one candidate that may run side by side, with its note
-        and seconds per need."""
-        note = "not requested (exact=False)" if exact is False else None
-        done: dict = {}
-        spent = {}
-        for need in needed:
-            if not need.side_by_side:
-                continue
-            t = time.perf_counter()
-            try:
-                done[need.name] = need.run(structure, data, settings, done)
-            except TooLargeError as exc:
-                if not need.too_large or exact is True:
-                    raise TooLargeError(f"candidate {name!r}: {exc}") from None
-                done[need.name] = None
-                note = f"too large for max_terms={max_terms:g}"
-            finally:
-                spent[need.name] = time.perf_counter() - t
-        bar.update(1)
-        return done, note, spent
-
-    def rest(structure: Structure, outcome: tuple) -> tuple[dict, str | None, dict]:
-        """``outcome`` with the needs that run one candidate at a time."""
-        done, note, spent = outcome
-        for need in needed:
-            if not need.side_by_side:
-                t = time.perf_counter()
-                done[need.name] = need.run(structure, data, settings, done)
-                spent[need.name] = time.perf_counter() - t
-        return done, note, spent
-
-    try:  # the first candidate compiles what the others share, then they run side by side
-        outcomes = [candidate(names[0], structures[0])]
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            outcomes += list(pool.map(candidate, names[1:], structures[1:]))
-        outcomes = [rest(*args) for args in zip(structures, outcomes, strict=True)]
-    finally:
-        bar.close()
+    shared = {"data": data, "settings": settings, "needed": needed, "exact": exact}
+    with open_executor(executor, scheduler, workers) as runner:
+        if isinstance(runner, SerialExecutor):
+            outcomes = _run_here(names, structures, shared, workers, show)
+        else:
+            settings["progress"] = False
+            outcomes = runner.map(_candidate, list(zip(names, structures, strict=True)),
+                                  shared, progress=show, desc="compare")
     fits = {n.name: [done[n.name] for done, _, _ in outcomes] for n in needed}
     notes = [note for _, note, _ in outcomes]
     seconds = dict.fromkeys((n.name for n in registry.needs()), 0.0)

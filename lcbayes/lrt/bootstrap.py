@@ -41,6 +41,8 @@ from ..constructors import latent_class
 from ..encoding import unique_rows
 from ..engines.em import em, em_runner
 from ..errors import ArgumentError, ArgumentTypeError
+from ..execution import Executor
+from ..execution import executor as open_executor
 from ..inference import complete_columns, e_step, flat, prepare
 from ..params import to_tables
 from ..render import plural
@@ -204,8 +206,9 @@ def _fit(ctx: _Context, s, patterns, weights, starts):
     return x[index], ll[index], conv[index]
 
 
-def _replicates(ctx: _Context, ids: range):
-    """Log-likelihoods of both models and failures on replicates ``ids`` (one block)."""
+def _replicates(ids: range, ctx: _Context):
+    """Log-likelihoods of both models and failures on replicates ``ids`` (one block; a task
+    of :mod:`lcbayes.execution`: its numbers depend on ``ids`` and the seed alone)."""
     B, n, R = ctx.block, len(ids), ctx.restarts
     rngs = [np.random.default_rng(np.random.SeedSequence(ctx.entropy, spawn_key=(1, b)))
             for b in ids]
@@ -266,7 +269,8 @@ def _entropy(seed):
 def blrt(data, k: int, replicates: int = 500, restarts: int = 10, seed=0, alpha: float = 0.05,
          sequential: bool = True, *, fits=None, fit_restarts: int | None = None,
          keep: int | None = None, burn_in: int = 10, tol: float = 1e-6, max_iter: int = 1000,
-         batch_size: int | None = None) -> BLRTResult:
+         batch_size: int | None = None, executor: str | Executor | None = None,
+         scheduler: str | None = None, workers: int | None = None) -> BLRTResult:
     """Parametric bootstrap likelihood-ratio test of ``k - 1`` against ``k`` latent classes
     (module docstring: estimator, missing values, starts, the stopping rule).
 
@@ -287,6 +291,11 @@ def blrt(data, k: int, replicates: int = 500, restarts: int = 10, seed=0, alpha:
             SQUAREM cycles).
         batch_size: lanes vmapped side by side (default: 1 on a CPU, a whole block on a
             GPU/TPU); results do not depend on it beyond rounding.
+        executor, scheduler, workers: where the blocks of :data:`BLOCK` replicates run
+            (:func:`lcbayes.execution.executor`): ``None`` / ``"serial"`` here, ``"dask"`` on a
+            Dask cluster (``scheduler`` joins a running one, else a ``LocalCluster`` of
+            ``workers`` processes); the blocks between two checkpoints of the stopping rule
+            run side by side there. The same numbers either way.
     """
     start = time.perf_counter()
     data = as_dataset(data)
@@ -318,19 +327,22 @@ def blrt(data, k: int, replicates: int = 500, restarts: int = 10, seed=0, alpha:
         checkpoints.append(c)
         c *= 2
     ll0, ll1, failed, done, stopped = [], [], 0, 0, False
-    for point in [*checkpoints, replicates]:
-        for first in range(done, point, ctx.block):
-            a, b, f = _replicates(ctx, range(first, min(first + ctx.block, point)))
-            ll0.append(a)
-            ll1.append(b)
-            failed += f
-        done = point
-        lr_b = 2.0 * (np.concatenate(ll1) - np.concatenate(ll0))
-        exceed = int(np.sum(lr_b >= lr))
-        interval = _clopper_pearson(exceed, done)
-        if sequential and done < replicates and (interval[1] < alpha or interval[0] > alpha):
-            stopped = True
-            break
+    with open_executor(executor, scheduler, workers) as runner:
+        for point in [*checkpoints, replicates]:
+            blocks = [range(first, min(first + ctx.block, point))
+                      for first in range(done, point, ctx.block)]
+            for a, b, f in runner.map(_replicates, blocks, {"ctx": ctx}, desc="blrt"):
+                ll0.append(a)
+                ll1.append(b)
+                failed += f
+            done = point
+            lr_b = 2.0 * (np.concatenate(ll1) - np.concatenate(ll0))
+            exceed = int(np.sum(lr_b >= lr))
+            interval = _clopper_pearson(exceed, done)
+            if sequential and done < replicates and (interval[1] < alpha or
+                                                     interval[0] > alpha):
+                stopped = True
+                break
     p = (1 + exceed) / (1 + done)
     return BLRTResult(
         k=k, loglik_null=f0.loglik, loglik_alt=f1.loglik, lr=lr, p_value=p,

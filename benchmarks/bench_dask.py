@@ -1,0 +1,123 @@
+"""Many-model work on a Dask cluster against the same work in one process: the speed-up, and a
+check that the numbers are the same.
+
+Usage::
+
+    python benchmarks/bench_dask.py                      # 2 local workers, both parts
+    python benchmarks/bench_dask.py --workers 4 --replicates 200
+    python benchmarks/bench_dask.py --scheduler tcp://host:8786   # a running cluster
+    python benchmarks/bench_dask.py --quick              # smoke run
+
+Parts:
+
+1. BLRT: ``lcb.blrt`` of 3 against 4 classes on ``../shared/data/election.csv`` (1785 rows,
+   12 items, missing values), ``--replicates`` replicates x 10 restarts, no sequential stop:
+   serially, then on the cluster (blocks of 50 replicates are the tasks).
+   The serial run shares its lanes over one XLA host device per core
+   (``--xla_force_host_platform_device_count``, as ``bench_blrt.py`` does); so does every worker.
+2. The Beal & Ghahramani study (``benchmarks/beal_136.py``): 136 structures at
+   ``--beal-sizes`` data sizes, serially, then on the cluster (one task per size).
+
+Each side runs once untimed first (so both have compiled their programs: in this process, and
+in every worker), then once timed. Prints seconds, replicates/s or sizes/s, the speed-up and
+whether the results are identical. On 2 cores the serial run already uses both cores inside
+XLA, so 2 workers gain little; the speed-up grows with real machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import lcbayes as lcb
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "election.csv"
+#: election.csv's columns that are not candidate ratings.
+DEMOGRAPHICS = ("VOTE3", "AGE", "EDUC", "GENDER", "PARTY")
+
+
+def timed(fn):
+    """``fn()`` and its seconds."""
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def bench_blrt(args, scheduler: str) -> None:
+    frame = pd.read_csv(DATA)
+    data = lcb.Dataset.from_pandas(frame[[c for c in frame.columns if c not in DEMOGRAPHICS]])
+    kw = {"replicates": args.replicates, "restarts": 10, "seed": 0, "sequential": False}
+    fits = (lcb.em(lcb.latent_class(data, 2), data, restarts=20, seed=0),
+            lcb.em(lcb.latent_class(data, 3), data, restarts=20, seed=0))
+    warm = {**kw, "replicates": min(100, args.replicates)}
+    lcb.blrt(data, 3, fits=fits, **warm)
+    lcb.blrt(data, 3, fits=fits, scheduler=scheduler, **warm)
+    serial, t_serial = timed(lambda: lcb.blrt(data, 3, fits=fits, **kw))
+    remote, t_remote = timed(lambda: lcb.blrt(data, 3, fits=fits, scheduler=scheduler, **kw))
+    same = np.array_equal(serial.replicate_lr, remote.replicate_lr)
+    print(f"BLRT election 3 vs 4 classes, {args.replicates} replicates x 10 restarts:")
+    print(f"  serial {t_serial:7.1f} s ({args.replicates / t_serial:.2f} replicates/s)")
+    print(f"  dask   {t_remote:7.1f} s ({args.replicates / t_remote:.2f} replicates/s), "
+          f"speed-up {t_serial / t_remote:.2f}x; identical replicate LRs: {same}; "
+          f"p = {serial.p_value:.3f}")
+
+
+def bench_beal(args, scheduler: str) -> None:
+    from beal_136 import run_study
+
+    sizes = args.beal_sizes
+    run_study(sizes, 0, 3, 1)
+    run_study(sizes, 0, 3, 1, scheduler=scheduler)
+    (serial, _, _), t_serial = timed(lambda: run_study(sizes, 0, 3, 1))
+    (remote, _, _), t_remote = timed(lambda: run_study(sizes, 0, 3, 1, scheduler=scheduler))
+    same = serial.equals(remote)
+    print(f"Beal & Ghahramani study, 136 structures x {len(sizes)} sizes:")
+    print(f"  serial {t_serial:7.1f} s; dask {t_remote:7.1f} s, speed-up "
+          f"{t_serial / t_remote:.2f}x; identical scores: {same}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workers", type=int, default=2, help="local Dask worker processes")
+    parser.add_argument("--scheduler", default=None, help="a running scheduler to use instead")
+    parser.add_argument("--replicates", type=int, default=500)
+    parser.add_argument("--beal-sizes", type=int, nargs="+",
+                        default=[10, 80, 160, 640, 1280, 2560, 5120, 10240])
+    parser.add_argument("--quick", action="store_true", help="60 replicates, 2 Beal sizes")
+    parser.add_argument("--parts", nargs="+", default=["blrt", "beal"],
+                        choices=["blrt", "beal"])
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.replicates, args.beal_sizes = 60, [10, 160]
+    flags = os.environ.get("XLA_FLAGS", "")  # the serial BLRT shares its lanes over the cores
+    if "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = (f"{flags} --xla_force_host_platform_device_count="
+                                   f"{os.cpu_count() or 1}").strip()
+    print(f"{platform.machine()}, {os.cpu_count()} CPU core(s), lcbayes {lcb.__version__}")
+    cluster = None
+    if args.scheduler is None:
+        from distributed import LocalCluster
+        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                               dashboard_address=":0", silence_logs=logging.ERROR)
+        print(f"LocalCluster of {args.workers} single-threaded worker processes")
+    scheduler = args.scheduler or cluster.scheduler_address
+    try:
+        if "blrt" in args.parts:
+            bench_blrt(args, scheduler)
+        if "beal" in args.parts:
+            bench_beal(args, scheduler)
+    finally:
+        if cluster is not None:
+            cluster.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
