@@ -31,7 +31,8 @@ ETA = {"gss82": {"gp": 0.03, "acg_phi": 3.0, "em_eta": 1.9, "eg": 2.0},
 #: Known limitations (reported, not hidden): in the softmax basis a boundary optimum (a zero
 #: probability, as carcinoma's and ICU's ML estimates have) lies at infinity and the gradient
 #: vanishes there, so acg_phi creeps towards it; acg_theta_chi's chi-squared step length shrinks
-#: with the smallest probability and stalls near any boundary.
+#: with the smallest probability and stalls (with the objective changing by less than tol) once
+#: an estimate nears 0, on all three data sets.
 UNREACHED = {"carcinoma": ("acg_phi", "acg_theta_chi"), "icu": ("acg_phi", "acg_theta_chi"),
              "gss82": ("acg_theta_chi",)}
 

@@ -87,9 +87,9 @@ def build(problem: Problem, method: str, tol_total, max_iter: int) -> Kernel:
     """The kernel of ``method``, ``"cg"`` or ``"gcg"`` (module docstring)."""
 
     def at(x):
-        """``(L(x), M(x), free gradient)``."""
-        value, mapped = problem.em_map(x)
-        return value, mapped, problem.to_free(problem.value_and_gradient(x)[1])
+        """``(L(x), M(x), free gradient)``, ``L`` as the line search evaluates it."""
+        value, g = problem.value_and_gradient(x)
+        return value, problem.em_map(x)[1], problem.to_free(g)
 
     def init(x0) -> State:
         value, mapped, g = at(x0)

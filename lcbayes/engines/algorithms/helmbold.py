@@ -37,13 +37,16 @@ FEASIBLE_FRACTION = 0.9
 
 
 def feasible(problem: Problem, x, delta):
-    """``x + delta`` kept in the parameter space: entries at the boundary that ``delta``
-    pushes out stay there (:meth:`.problem.Problem.inward`); if the step still leaves it is cut to
-    ``FEASIBLE_FRACTION`` of the largest feasible one (:meth:`.problem.Problem.max_step`), so
-    entries tending to a boundary optimum shrink geometrically."""
-    delta = problem.inward(x, delta)
-    a_max = problem.max_step(x, delta)
-    return problem.hold(x + jnp.where(a_max < 1.0, FEASIBLE_FRACTION * a_max, 1.0) * delta)
+    """``x + delta`` kept in the parameter space entry by entry: no entry loses more than
+    ``FEASIBLE_FRACTION`` of its value, and the mass that this clipping adds to a row is taken
+    back from the row's increasing entries in proportion to their increase (they stay above
+    their old values). An entry tending to a boundary optimum shrinks geometrically while the
+    others move freely (ours; a global cut of the step would stall them all)."""
+    down = jnp.minimum(jnp.maximum(delta, -FEASIBLE_FRACTION * x), 0.0)
+    up = jnp.maximum(delta, 0.0)
+    total_up = problem.row_sum(up)  # scaled to the clipped losses (no cancellation)
+    return problem.hold(x + down - up * problem.row_sum(down)
+                        / jnp.where(total_up > 0, total_up, 1.0))
 
 
 def update(problem: Problem, rule: str, x, g, eta):

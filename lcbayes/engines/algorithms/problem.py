@@ -85,6 +85,9 @@ class Problem:
         self.patterns = patterns
         self.complete = complete
         self.evidence = prepare(structure, patterns, complete)
+        # unfolded: folding writes ln theta_c as ln theta_0 + (ln theta_c - ln theta_0), whose
+        # gradient at a tiny theta_0 is a difference of huge numbers
+        self.plain = prepare(structure, patterns) if complete else self.evidence
         self.weights = weights
         self.n_obs = jnp.maximum(weights.sum(), 1.0)
         self.vmapped = vmapped
@@ -114,7 +117,7 @@ class Problem:
 
     def objective(self, x):
         """``L(x)``: the log-likelihood plus the prior term (MAP)."""
-        log_marg = flat_log_marginal(self.structure, jnp.log(x), self.evidence)
+        log_marg = flat_log_marginal(self.structure, jnp.log(x), self.plain)
         return self.weights @ log_marg + self.prior_term(x)
 
     def e_step(self, x, beta=None):
