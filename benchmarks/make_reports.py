@@ -16,7 +16,11 @@ The parts, each run as its own process with the same ``--seed`` (default 0):
   structures at 20 data sizes; ``--quick`` skips it);
 * ``learn``: ``python benchmarks/learn.py --out OUT --seed SEED`` writes
   ``karciauskas-learning.md`` (SplitMerge, Standard3 and StandardFixed beside Karčiauskas
-  2005, Tables 6.1-6.3 and 6.13, and their speed; minutes, ``--quick`` skips it).
+  2005, Tables 6.1-6.3 and 6.13, and their speed; minutes, ``--quick`` skips it);
+* ``whiley-estimation``: ``python benchmarks/whiley_estimation.py --out OUT --seed SEED``
+  writes ``whiley-estimation.md`` (Whiley 1999 §2.8-2.9: every estimation algorithm against
+  EM, beside his Tables 2.1-2.4; minutes, ``--quick`` skips it; its "Wall time" line is
+  masked).
 
 The same seed in the same environment gives the same bytes, apart from the timings the reports
 state (:data:`TIMINGS`): the demo's "Seconds" block (``demo.md``: the line ``**Seconds**: ...``;
@@ -47,11 +51,15 @@ PARTS = {
     "demo": (["-m", "lcbayes.cli", "demo"], ("demo.html", "demo.md", "demo-*.png")),
     "beal": ([str(REPO / "benchmarks" / "beal_136.py")], ("beal-ghahramani-*",)),
     "learn": ([str(REPO / "benchmarks" / "learn.py")], ("karciauskas-learning.md",)),
+    "whiley-estimation": ([str(REPO / "benchmarks" / "whiley_estimation.py")],
+                          ("whiley-estimation.md",)),
 }
 #: The parts ``--quick`` leaves out (minutes each).
-LONG_PARTS = ("beal", "learn")
+LONG_PARTS = ("beal", "learn", "whiley-estimation")
 #: Timings in the reports, per file: (pattern, replacement) applied before comparing.
 TIMINGS = {
+    "whiley-estimation.md": ((re.compile(r"^\*\*Wall time\*\*:.*$", re.M),
+                              "**Wall time**: (masked)"),),
     "demo.md": ((re.compile(r"^\*\*Seconds\*\*:.*$", re.M), "**Seconds**: (masked)"),),
     "demo.html": ((re.compile(r"<h3>Seconds</h3><table>.*?</table>", re.S),
                    "<h3>Seconds</h3>(masked)"),),
