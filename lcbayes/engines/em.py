@@ -26,6 +26,12 @@ classes of the result are ordered by decreasing size.
 The jitted core :func:`run_em` also fits structures with tied CPT rows
 (:mod:`lcbayes.inference.tying`); :func:`em` never ties rows.
 
+``algorithm=`` swaps the SQUAREM or plain EM loop for another of Whiley (1999) chapter 2's
+algorithms (:mod:`lcbayes.engines.algorithms`: incremental EM, (generalised) conjugate
+gradients, Helmbold et al.'s updates, approximate conjugate gradients, deterministic annealing
+EM), each run from the same starts by :func:`~lcbayes.engines.algorithms.run_algorithm` and
+giving the same :class:`EMRuns` and :class:`EMResult`.
+
 Example::
 
     data = lcb.Dataset.from_csv("carcinoma.csv")
