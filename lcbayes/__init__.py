@@ -63,6 +63,8 @@ API: dict[str, str] = {
     "KMixing": "lcbayes.samplers.results",
     "KMixingWarning": "lcbayes.samplers.results",
     "posterior_k": "lcbayes.samplers.rjmcmc",
+    "allocation_sampler": "lcbayes.samplers.allocation",
+    "AllocationResult": "lcbayes.samplers.allocation",
     "condition_on_k": "lcbayes.samplers.idata",
     "relabel": "lcbayes.samplers.relabelling",
     "Relabelled": "lcbayes.samplers.relabelling",
@@ -97,6 +99,7 @@ API: dict[str, str] = {
     "compare": "lcbayes.comparison",
     "Comparison": "lcbayes.comparison",
     # the compilation cache
+    "Executor": "lcbayes.execution",
     "enable_compilation_cache": "lcbayes.cache",
     "disable_compilation_cache": "lcbayes.cache",
     # errors

@@ -63,6 +63,7 @@ def _engines(structure, data):
         "ais": lambda **kw: lcb.ais(structure, data, **kw),
         "gibbs": lambda **kw: lcb.gibbs(structure, data, **kw),
         "rjmcmc": lambda **kw: lcb.rjmcmc(data, **kw),
+        "allocation_sampler": lambda **kw: lcb.allocation_sampler(data, **kw),
         "ais_numpyro": lambda **kw: lcb.ais_numpyro(model, data, **kw),
         "effective_dimension": lambda **kw: lcb.effective_dimension(structure, **kw),
         "compare": lambda **kw: lcb.compare(data, [structure], progress=False, **kw),
@@ -74,7 +75,8 @@ def _engines(structure, data):
     }
 
 
-ENGINES = ("em", "vbem", "ais", "gibbs", "rjmcmc", "ais_numpyro", "effective_dimension",
+ENGINES = ("em", "vbem", "ais", "gibbs", "rjmcmc", "allocation_sampler", "ais_numpyro",
+           "effective_dimension",
            "compare", "random_params", "simulate", "laplace", "chib", "identifiable")
 
 
@@ -149,7 +151,8 @@ def test_options_are_keyword_only_and_seed_is_one_of_them():
         params = list(inspect.signature(engine).parameters.values())
         assert [p.name for p in params[:2]] == ["structure", "data"]
         assert all(p.kind is p.KEYWORD_ONLY for p in params[2:]), engine.__name__
-    for engine in (lcb.em, lcb.vbem, lcb.ais, lcb.gibbs, lcb.rjmcmc, lcb.ais_numpyro):
+    for engine in (lcb.em, lcb.vbem, lcb.ais, lcb.gibbs, lcb.rjmcmc, lcb.allocation_sampler,
+                   lcb.ais_numpyro):
         seed = inspect.signature(engine).parameters["seed"]
         assert seed.kind is seed.KEYWORD_ONLY and seed.default == 0, engine.__name__
 

@@ -1,14 +1,18 @@
-"""``lcbayes rjmcmc DATA.csv [--max-classes K] [--draws N] [--warmup N] [--chains C]
-[--seed S] [--prior-k uniform|poisson] [--relabel stephens|ecr|pivot|constraint]
-[--report out.html] [--markdown out.md] [--json]``: sample the posterior over the number of
-classes ``K = 1 .. max_classes`` and the parameters by reversible jump (:func:`lcbayes.rjmcmc`,
-whose defaults the options keep), relabel the draws with the most visited ``K`` and summarise
-them with ArviZ (:func:`lcbayes.diagnostics`: R-hat, bulk and tail ESS).
+"""``lcbayes rjmcmc DATA.csv [--sampler rjmcmc|allocation] [--max-classes K] [--draws N]
+[--warmup N] [--chains C] [--heats H] [--seed S] [--prior-k uniform|poisson]
+[--relabel stephens|ecr|pivot|constraint] [--report out.html] [--markdown out.md] [--json]``:
+sample the posterior over the number of classes ``K = 1 .. max_classes`` and the parameters by
+reversible jump (:func:`lcbayes.rjmcmc`) or by the collapsed allocation sampler with ``--heats``
+tempered replicas per chain (``--sampler allocation``, :func:`lcbayes.allocation_sampler`),
+with the sampler's defaults for the options left out, relabel the draws with the most visited
+``K`` and summarise them with ArviZ (:func:`lcbayes.diagnostics`: R-hat, bulk and tail ESS).
 
 It prints the posterior of ``K``, the acceptance rate of every move type and the summary table,
 or with ``--json`` one object (:func:`rjmcmc_summary`): ``posterior_k`` and ``prior_k`` as
 ``{"K": probability}`` (JSON object keys are strings: ``"1"`` .. ``"max_classes"``),
-``modal_k``, ``acceptance`` (``{move: rate}``, ``null`` for a move never proposed) and
+``modal_k``, ``sampler``, ``heats`` (allocation sampler, else ``null``), ``acceptance``
+(``{move: rate}``: split, merge, birth, death, or eject, absorb, swap; ``null`` for a move
+never proposed) and
 ``proposed`` (``{move: count}``), ``k_diagnostics`` (R-hat and ESS of the trace of ``k``),
 ``k_mixing`` (:meth:`lcbayes.samplers.results.KMixing.to_dict`: ``r_hat``, ``ess_bulk``,
 ``split``, ``merge``, ``mixed``, ``suggested_draws``, ``ceiling_share``, ``ceiling_rising``,
@@ -39,16 +43,27 @@ import numpy as np
 
 from ..data import Dataset
 from ..render import json_value
+from ..samplers.allocation import allocation_sampler
 from ..samplers.relabelling import METHODS as RELABEL_METHODS
 from ..samplers.results import KMixingWarning
-from ..samplers.rjmcmc import MOVES, rjmcmc
-from .common import UsageError, add_data_arguments, check_output, default, read_data
+from ..samplers.rjmcmc import rjmcmc
+from .common import (
+    UsageError,
+    add_data_arguments,
+    check_output,
+    default,
+    engine_options,
+    read_data,
+)
 
 if TYPE_CHECKING:
     from ..samplers.diagnostics import Diagnostics
     from ..samplers.results import RJMCMCResult
 
-__all__ = ["add_parser", "rjmcmc_summary", "run"]
+__all__ = ["SAMPLERS", "add_parser", "rjmcmc_summary", "run"]
+
+#: The samplers of ``--sampler``.
+SAMPLERS = {"rjmcmc": rjmcmc, "allocation": allocation_sampler}
 
 
 def add_parser(sub) -> None:
@@ -61,10 +76,20 @@ def add_parser(sub) -> None:
                     "with the most visited K and print the posterior of K, the acceptance "
                     "rates and an ArviZ summary (R-hat, bulk and tail ESS).")
     add_data_arguments(rj)
+    rj.add_argument("--sampler", default="rjmcmc", choices=list(SAMPLERS),
+                    help="rjmcmc (reversible jump, default) or allocation (the collapsed "
+                         "allocation sampler of Nobile & Fearnside with parallel tempering)")
+    for option, name, text in (
+            ("--draws", "draws", "kept draws per chain"),
+            ("--warmup", "warmup", "sweeps discarded before the first kept draw")):
+        rj.add_argument(option, type=int, default=None,
+                        help=f"{text} (default {default(rjmcmc, name)}, allocation "
+                             f"{default(allocation_sampler, name)})")
+    rj.add_argument("--heats", type=int, default=None,
+                    help=f"tempered replicas per chain of the allocation sampler (default "
+                         f"{default(allocation_sampler, 'heats')})")
     for option, name, text in (
             ("--max-classes", "max_classes", "largest number of classes K"),
-            ("--draws", "draws", "kept draws per chain"),
-            ("--warmup", "warmup", "sweeps discarded before the first kept draw"),
             ("--chains", "chains", "independent chains"),
             ("--thin", "thin", "keep every THIN-th sweep"),
             ("--seed", "seed", "random seed")):
@@ -95,7 +120,8 @@ def rjmcmc_summary(result: RJMCMCResult, diag: Diagnostics, data: Dataset,
     idata = result.to_inference_data()
     attrs = idata.posterior.attrs
     table = diag.to_dict()
-    proposed = idata.sample_stats["proposed"].sum(("chain", "draw")).values
+    proposed = idata.sample_stats["proposed"].sum(("chain", "draw"))
+    heats = result.settings.get("heats")
     k_row = diag.table.loc["k"] if "k" in diag.table.index else None
     return json_value({
         "n_rows": data.n_rows, "n_patterns": data.n_patterns, "columns": list(data.columns),
@@ -105,8 +131,11 @@ def rjmcmc_summary(result: RJMCMCResult, diag: Diagnostics, data: Dataset,
         "prior_k": json.loads(attrs["prior_k_json"]),
         "posterior_k": {str(k): p for k, p in result.posterior_k.items()},
         "modal_k": diag.k,
+        "sampler": result.engine,
+        "heats": heats,
         "acceptance": result.acceptance,
-        "proposed": {move: int(n) for move, n in zip(MOVES, proposed, strict=True)},
+        "proposed": {str(move): int(n) for move, n in zip(proposed["move"].values,
+                                                         proposed.values, strict=True)},
         "k_diagnostics": {c: (k_row[c] if k_row is not None else None)
                           for c in ("r_hat", "ess_bulk", "ess_tail")},
         "k_mixing": diag.k_mixing.to_dict(data_name),
@@ -121,8 +150,10 @@ def rjmcmc_summary(result: RJMCMCResult, diag: Diagnostics, data: Dataset,
 def _text(out: dict, diag: Diagnostics, path: str) -> str:
     """The plain output: settings, posterior of K, moves, diagnostics (the warnings follow on
     stderr)."""
+    title = ("Reversible-jump MCMC" if out["sampler"] == "rjmcmc"
+             else f"Allocation sampler (heats {', '.join(f'{h:g}' for h in out['heats'])})")
     lines = [
-        f"Reversible-jump MCMC over the number of latent classes: {path}",
+        f"{title} over the number of latent classes: {path}",
         f"{out['n_rows']} rows ({out['n_patterns']} patterns), {len(out['columns'])} items; "
         f"K = 1..{out['max_classes']}; seed {out['seed']}",
         f"{out['chains']} chains x {out['draws']} draws after {out['warmup']} warm-up sweeps "
@@ -135,8 +166,7 @@ def _text(out: dict, diag: Diagnostics, path: str) -> str:
         bar = "#" * round(40 * p)
         lines.append(f"{k:>4}  {out['prior_k'][k]:.3f}  {p:8.4f}  {bar}".rstrip())
     lines += ["", "Acceptance rates per move type (accepted / proposed):"]
-    for move in MOVES:
-        rate = out["acceptance"][move]
+    for move, rate in out["acceptance"].items():
         text = "never proposed" if rate is None else f"{rate:.4f}"
         lines.append(f"  {move:<6} {text} of {out['proposed'][move]}")
     k_diag = out["k_diagnostics"]
@@ -159,10 +189,15 @@ def run(args: argparse.Namespace) -> int:
     data = read_data(args)
     with warnings.catch_warnings():  # the mixing advice is worded for the command line below
         warnings.simplefilter("ignore", KMixingWarning)
-        result = rjmcmc(data, max_classes=args.max_classes, draws=args.draws,
-                        warmup=args.warmup, chains=args.chains, prior_k=args.prior_k,
-                        seed=args.seed, prior="dirichlet" if args.prior is None else args.prior,
-                        thin=args.thin)
+        options = engine_options(args, draws="draws", warmup="warmup")
+        if args.sampler == "allocation":
+            options.update(engine_options(args, heats="heats"))
+        elif args.heats is not None:
+            raise UsageError("--heats is an option of --sampler allocation")
+        result = SAMPLERS[args.sampler](
+            data, max_classes=args.max_classes, chains=args.chains, prior_k=args.prior_k,
+            seed=args.seed, prior="dirichlet" if args.prior is None else args.prior,
+            thin=args.thin, **options)
         diag = diagnostics(result, relabel_method=args.relabel)
     if warning := diag.mixing_warning(args.data):
         warnings.warn(warning, KMixingWarning, stacklevel=1)

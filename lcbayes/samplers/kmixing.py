@@ -51,7 +51,8 @@ class KMixing:
 
     Attributes:
         r_hat, ess_bulk: of ``k`` over all chains (NaN when ``k`` never changes).
-        split, merge: acceptance rates (``None`` for a move never proposed).
+        split, merge: acceptance rates (``None`` for a move never proposed) of the moves that
+            change ``K``: split and merge, or the allocation sampler's eject and absorb.
         draws: kept draws per chain.
         max_classes: the largest number of classes.
         ceiling_share: share of the draws with ``k = max_classes``.
@@ -67,6 +68,7 @@ class KMixing:
     max_classes: int
     ceiling_share: float
     ceiling_rising: bool
+    move_names: tuple[str, str] = ("split", "merge")
 
     @property
     def at_ceiling(self) -> bool:
@@ -109,7 +111,8 @@ class KMixing:
         if self.mixed:
             return None
         rates = ", ".join(f"{move} {'never proposed' if rate is None else f'{rate:.3f}'}"
-                          for move, rate in (("split", self.split), ("merge", self.merge)))
+                          for move, rate in zip(self.move_names, (self.split, self.merge),
+                                              strict=True))
         if data_name is None:
             rerun = f"draws={self.suggested_draws}"
             compare = f"lcb.compare(data, classes=range(1, {self.max_classes + 1}))"
@@ -145,7 +148,9 @@ def k_mixing(idata: az.InferenceData) -> KMixing:
     top, shares = int(post.sizes["class"]), k_shares(idata)
     prior = {int(k): p for k, p in json.loads(post.attrs.get("prior_k_json", "{}")).items()}
     ratio = [shares[k] / prior.get(k, 1.0 / top) for k in (top - 1, top)]
-    return KMixing(r_hat=r_hat, ess_bulk=ess, split=acceptance.get("split"),
-                   merge=acceptance.get("merge"), draws=int(post.sizes["draw"]),
+    names = ("eject", "absorb") if "eject" in acceptance else ("split", "merge")
+    return KMixing(r_hat=r_hat, ess_bulk=ess, split=acceptance.get(names[0]),
+                   merge=acceptance.get(names[1]), move_names=names,
+                   draws=int(post.sizes["draw"]),
                    max_classes=top, ceiling_share=shares[top],
                    ceiling_rising=bool(ratio[1] >= ratio[0]))

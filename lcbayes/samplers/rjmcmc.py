@@ -112,7 +112,8 @@ from .loops import kept_counts, sweeps
 from .results import KMixingWarning, RJMCMCResult
 from .rjmcmc_moves import Hyper, log_prior_k, sweep
 
-__all__ = ["MOVES", "RJMCMCResult", "posterior_k", "rjmcmc"]
+__all__ = ["MOVES", "RJMCMCResult", "class_name", "exchangeable_prior", "posterior_k",
+           "prior_k_probabilities", "rjmcmc"]
 
 #: Move types, in the order of the ``proposed`` / ``accepted`` sample statistics.
 MOVES = ("split", "merge", "birth", "death")
@@ -142,7 +143,7 @@ def _run(draws: int, data: LCData, prior: LCPrior, hyper: Hyper, keys, k0, warmu
     return jax.vmap(chain)(keys, k0)
 
 
-def _prior_k(prior_k, max_classes: int) -> np.ndarray:
+def prior_k_probabilities(prior_k, max_classes: int) -> np.ndarray:
     """``p(K)`` for ``K = 1 .. max_classes`` from the ``prior_k`` argument (normalised)."""
     ks = np.arange(1, max_classes + 1)
     if isinstance(prior_k, str):
@@ -162,7 +163,7 @@ def _prior_k(prior_k, max_classes: int) -> np.ndarray:
     return p / p.sum()
 
 
-def _class_name(data: Dataset) -> str:
+def class_name(data: Dataset) -> str:
     """``"class"``, or with underscores appended until it is not a column name."""
     name = "class"
     while name in data.columns:
@@ -170,7 +171,8 @@ def _class_name(data: Dataset) -> str:
     return name
 
 
-def _hyper(data: Dataset, name: str, prior: PriorSpec, p_k: np.ndarray, width: int) -> Hyper:
+def exchangeable_prior(data: Dataset, name: str, prior: PriorSpec, p_k: np.ndarray,
+                       width: int) -> Hyper:
     """Exchangeable Dirichlet pseudo-counts (``delta``, ``lam (J, R)``), resolved as for a
     1-class model with hidden node ``name`` (so ``prior`` is what
     :func:`lcbayes.params.dirichlet_prior` accepts)."""
@@ -231,10 +233,10 @@ def rjmcmc(data, *, max_classes: int = 10, draws: int = 10_000, warmup: int = 2_
               "draws": check_int(draws, "draws", 1), "warmup": check_int(warmup, "warmup", 0),
               "chains": check_int(chains, "chains", 1), "thin": check_int(thin, "thin", 1)}
     slots = counts["max_classes"]
-    p_k = _prior_k(prior_k, slots)
+    p_k = prior_k_probabilities(prior_k, slots)
     lc = lc_data(data)
-    structure = latent_class(data, slots, name=_class_name(data))
-    hyper = _hyper(data, structure.nodes[0], prior, p_k, lc.categories.shape[1])
+    structure = latent_class(data, slots, name=class_name(data))
+    hyper = exchangeable_prior(data, structure.nodes[0], prior, p_k, lc.categories.shape[1])
     k0 = numpy_rng(seed).choice(np.arange(1, slots + 1), size=counts["chains"], p=p_k)
     prior_tables = LCPrior(jnp.full(slots, hyper.delta),
                            jnp.broadcast_to(hyper.lam, (slots, *hyper.lam.shape)))

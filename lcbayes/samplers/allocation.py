@@ -1,0 +1,281 @@
+"""The collapsed allocation sampler over the number of classes ``K``, with parallel tempering.
+
+Nobile & Fearnside (2007), "Bayesian finite mixtures with an unknown number of components: the
+allocation sampler", as in BayesBinMix (Papastamoulis & Rattray 2017) for polytomous items with
+missing values. The model is :func:`lcbayes.rjmcmc`'s (Whiley eq. 5.7): ``p(K)`` on
+``1 .. max_classes``, ``pi | K ~ Dir(alpha, .., alpha)``, ``theta_kj ~ Dir(lam_j)``. The weights
+and the item tables are integrated out analytically, so the state is ``(K, z)`` alone, the
+labelled allocation of every row to one of ``K`` classes (classes may be empty), and the target
+is ``p(K) p(z | K) p(y | z, K)`` with (Dirichlet-multinomial)::
+
+    p(z | K)    = Γ(K alpha) / Γ(K alpha + N) prod_k Γ(alpha + n_k) / Γ(alpha)
+    p(y | z, K) = prod_k prod_j B(lam_j + n_kj) / B(lam_j),
+
+``n_kj`` the counts of item ``j``'s values among the rows of class ``k``; a missing value
+counts nowhere (its factor sums out to one) and rows with nothing observed are left out (their
+class sums out). Summed over ``z`` this is ``p(K) p(y | K)``, the evidence of
+:func:`lcbayes.exact_evidence`, so ``p(K | y)`` is read off the draws of ``K``.
+
+A sweep of one chain at heat ``h`` (target ``p(K) p(z | K) p(y | z, K)^h``):
+
+1. Gibbs update of every row's class in turn: ``p(z_i = k | z_-i) ∝ (alpha + n_k^-i)
+   prod_{j seen} [(lam_jy + n_kjy^-i) / (sum lam_j + n_kj^-i)]^h`` over the ``K`` classes;
+2. the active classes relabelled by a uniformly random permutation (the target is symmetric
+   in the labels, so this is always accepted and lets the next move reach every class);
+3. ejection with probability ``e_K`` (1 at ``K = 1``, 0 at ``max_classes``, else 1/2), else
+   absorption, accepted with probability ``min(1, R)``:
+
+   * ejection ``K -> K + 1``: a class ``j`` uniform among ``K``, ``p ~ Beta(a, a)``, each
+     row of ``j`` moves to the new class ``K + 1`` with probability ``p``; integrating ``p``
+     out, a move of ``m`` of ``n_j`` rows has probability ``B(a + m, a + n_j - m) / B(a, a)``;
+   * absorption ``K + 1 -> K``: the last class joins a class uniform among the other ``K``.
+
+   These are each other's reverse. Labels make one case degenerate: when the new class is
+   empty (``m = 0``) every ``j`` could have ejected nothing and every absorbing class gives
+   the same ``z``, so::
+
+       q_E(z -> z') = e_K / K  [m > 0: B(a + m, a + n_j - m) ; m = 0: sum_i B(a, a + n_i)] / B(a, a)
+       q_A(z' -> z) = (1 - e_{K+1}) / K  [m > 0: 1 ; m = 0: K]
+       R_eject = target(K + 1, z') q_A(z' -> z) / (target(K, z) q_E(z -> z')),
+
+   and an absorption's ``R`` is ``1 / R_eject`` of its reverse ejection.
+
+Parallel tempering (Metropolis-coupled chains, Geyer 1991): each chain runs ``H`` replicas at
+heats ``1 = h_1 > h_2 > .. > h_H``; after every sweep a pair of neighbouring heats ``(r, r+1)``
+is chosen uniformly and their states swap with probability
+``min(1, exp((h_r - h_{r+1}) (L_{r+1} - L_r)))``, ``L = ln p(y | z, K)``. Only the cold
+replica (``h = 1``) is kept. Heats below one flatten the likelihood, so those replicas change
+``K`` more easily and pass their states down.
+
+For the output, every kept state gets weights and tables drawn from their conditional
+posterior ``pi | z ~ Dir(alpha + n_k)``, ``theta_kj | z, y ~ Dir(lam_j + n_kj)``: the draws
+then have :func:`lcbayes.rjmcmc`'s form (``k``, ``class_weights``, ``theta_<column>``,
+relabelling, diagnostics, ``predict_proba``). Sweeps are ``lax`` loops in one jitted function,
+replicas and chains vmapped, float64.
+
+Example::
+
+    res = lcb.allocation_sampler(data, max_classes=6, seed=0)
+    res.posterior_k        # {1: 0.0, 2: 0.07, 3: 0.88, ...}
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..constructors import latent_class
+from ..data import Dataset
+from ..errors import ArgumentError
+from ..params import PriorSpec
+from ..render import json_value
+from ..validation import Seed, as_dataset, check_int, check_seed, numpy_rng, prng_key, seed_record
+from .allocation_moves import (
+    AllocPrior,
+    AllocState,
+    alloc_data,
+    collapsed_loglik,
+    initial_state,
+    sweep,
+    trimmed_rows,
+)
+from .gibbs import LCData, LCPrior, LCState, draw_dirichlets, lc_data, log_joint_parts
+from .idata import lc_inference_data
+from .kmixing import KMixingWarning
+from .loops import kept_counts, sweeps
+from .results import RJMCMCResult
+from .rjmcmc import class_name, exchangeable_prior, prior_k_probabilities
+
+__all__ = ["EJECTION_SHAPE", "MOVES", "AllocationResult", "allocation_prior", "allocation_sampler",
+           "heat_ladder", "run_chains"]
+
+#: Move types, in the order of the ``proposed`` / ``accepted`` sample statistics.
+MOVES = ("eject", "absorb", "swap")
+#: ``a`` of the ejection's ``Beta(a, a)`` share of moved rows (1: uniform).
+EJECTION_SHAPE = 1.0
+#: Lowest heat of the default ladder: ``heats=H`` gives ``H`` heats evenly from 1 down to it.
+LOWEST_HEAT = 0.4
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class AllocationResult(RJMCMCResult):
+    """Draws of :func:`lcbayes.allocation_sampler` (:class:`~lcbayes.RJMCMCResult`'s
+    contract; the acceptance rates are of ``eject``, ``absorb`` and ``swap``)."""
+
+    engine = "allocation"
+
+    @property
+    def heats(self) -> list[float]:
+        """The heats of the tempered replicas, the kept (cold) one first."""
+        return list(self.settings["heats"])
+
+    def summary(self) -> str:
+        """:meth:`RJMCMCResult.summary` and the heats."""
+        return (super().summary() + "\nheats of the tempered replicas: "
+                + ", ".join(f"{h:g}" for h in self.heats))
+
+
+def heat_ladder(heats: int | Sequence[float]) -> np.ndarray:
+    """The heats: ``H`` evenly spaced from 1 down to :data:`LOWEST_HEAT` for an integer, or the
+    given decreasing heats in ``(0, 1]`` starting at 1."""
+    if isinstance(heats, int | np.integer) and not isinstance(heats, bool):
+        n = check_int(heats, "heats", 1)
+        return np.linspace(1.0, LOWEST_HEAT, n) if n > 1 else np.ones(1)
+    try:
+        ladder = np.asarray(heats, dtype=np.float64)
+    except (TypeError, ValueError):
+        ladder = np.array([np.nan])
+    if (ladder.ndim != 1 or ladder.size == 0 or ladder[0] != 1.0 or np.any(ladder <= 0)
+            or np.any(np.diff(ladder) >= 0)):
+        raise ArgumentError(f"heats must be a number of heats >= 1 or decreasing heats in "
+                            f"(0, 1] starting at 1, got {heats!r}")
+    return ladder
+
+
+def allocation_prior(data: Dataset, lc: LCData, name: str, prior: PriorSpec, p_k: np.ndarray
+                     ) -> AllocPrior:
+    """The :class:`~lcbayes.samplers.allocation_moves.AllocPrior` of :func:`lcbayes.rjmcmc`'s
+    exchangeable prior (:func:`lcbayes.samplers.rjmcmc.exchangeable_prior`; hidden node
+    ``name``), ``p(K)`` ``p_k`` and :data:`EJECTION_SHAPE`."""
+    hyper = exchangeable_prior(data, name, prior, p_k, lc.categories.shape[1])
+    return AllocPrior(hyper.log_prior_k, hyper.delta, hyper.lam,
+                      jnp.where(jnp.asarray(lc.categories), hyper.lam, 0.0).sum(-1),
+                      jnp.asarray(EJECTION_SHAPE))
+
+
+@partial(jax.jit, static_argnums=0)
+def run_chains(draws: int, lc: LCData, prior: AllocPrior, heats, keys, k0, warmup, thin):
+    """``draws`` kept cold states of every chain (one per key, every replica starting with
+    ``k0`` classes), with parameter draws given each: ``(k, ln pi, ln theta, log-likelihood,
+    log joint, collapsed log-likelihood, proposed, accepted)``."""
+    data = alloc_data(lc)
+    slots = prior.log_prior_k.shape[0]
+    n_heats = heats.shape[0]
+    tables = LCPrior(jnp.full(slots, prior.alpha), jnp.broadcast_to(prior.lam, (slots,
+                                                                               *prior.lam.shape)))
+
+    def step(key, carry):
+        states, proposed, accepted = carry
+        k_sweep, k_pair, k_swap = jax.random.split(key, 3)
+        states, ejected, took = jax.vmap(sweep, in_axes=(0, None, None, 0, 0))(
+            jax.random.split(k_sweep, n_heats), data, prior, states, heats)
+        moves = jnp.stack([ejected[0], ~ejected[0]])
+        proposed = proposed.at[:2].add(moves)
+        accepted = accepted.at[:2].add(moves & took[0])
+        if n_heats > 1:
+            loglik = jax.vmap(collapsed_loglik, in_axes=(None, 0))(prior, states.nr)
+            r = jax.random.randint(k_pair, (), 0, n_heats - 1)
+            log_ratio = (heats[r] - heats[r + 1]) * (loglik[r + 1] - loglik[r])
+            swap = jnp.log(jax.random.uniform(k_swap)) < log_ratio
+            order = jnp.arange(n_heats)
+            order = jnp.where(swap, order.at[r].set(r + 1).at[r + 1].set(r), order)
+            states = jax.tree_util.tree_map(lambda x: x[order], states)
+            proposed, accepted = proposed.at[2].add(1), accepted.at[2].add(swap)
+        return states, proposed, accepted
+
+    def chain(key, k):
+        def body(states, i):
+            zeros = jnp.zeros(len(MOVES), dtype=jnp.int32)
+            k_sweeps, k_draw = jax.random.split(jax.random.fold_in(key, i))
+            states, proposed, accepted = sweeps(kept_counts(i, warmup, thin), step,
+                                                (states, zeros, zeros), k_sweeps)
+            cold = jax.tree_util.tree_map(lambda x: x[0], states)
+            active = jnp.arange(slots) < cold.k
+            log_w, log_theta = draw_dirichlets(k_draw,
+                                               prior.alpha + cold.n, prior.lam + cold.nr,
+                                               lc.categories, active)
+            loglik, log_prior = log_joint_parts(lc, tables, LCState(cold.k, log_w, log_theta,
+                                                                    cold.z))
+            log_joint = loglik + log_prior + prior.log_prior_k[cold.k - 1]
+            return states, (cold.k, log_w, log_theta, loglik, log_joint,
+                            collapsed_loglik(prior, cold.nr), proposed, accepted)
+
+        start = initial_state(data, slots, k)
+        states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (n_heats, *x.shape)),
+                                        start)
+        return jax.lax.scan(body, AllocState(*states), jnp.arange(draws))[1]
+
+    return jax.vmap(chain)(keys, k0)
+
+
+def allocation_sampler(data, *, max_classes: int = 10, draws: int = 5_000, warmup: int = 1_000,
+                       chains: int = 4, heats: int | Sequence[float] = 4,
+                       prior_k: str | np.ndarray | Callable[[int], float] = "uniform",
+                       prior: PriorSpec = "dirichlet", seed: Seed = 0, thin: int = 1
+                       ) -> AllocationResult:
+    """Posterior over the number of classes by the collapsed allocation sampler with parallel
+    tempering (module docstring); the same model and arguments as :func:`lcbayes.rjmcmc`.
+
+    Args:
+        data: the data (a :class:`~lcbayes.Dataset`, a DataFrame or an array of codes; every
+            column an item, any number of categories); missing values are summed out.
+        max_classes: largest ``K`` (>= 2).
+        draws: kept draws per chain (cold replica).
+        warmup: sweeps discarded before the first kept draw.
+        chains: independent chains (vmapped), each with its own tempered replicas, starting
+            with ``K`` drawn from ``prior_k`` and the rows dealt to the classes in turn.
+        heats: the number of tempered replicas per chain (heats evenly from 1 down to
+            :data:`LOWEST_HEAT`; 1: no tempering) or the heats themselves, decreasing from 1.
+        prior_k: ``p(K)``: ``"uniform"``, ``"poisson"`` (Poisson(1) truncated), an array of
+            ``max_classes`` weights or a function of ``K``.
+        prior: exchangeable Dirichlet pseudo-counts, as for :func:`lcbayes.rjmcmc`.
+        seed: a non-negative integer or a ``jax.random`` key.
+        thin: keep every ``thin``-th sweep.
+
+    Returns:
+        An :class:`AllocationResult`: ``posterior_k``, ``acceptance`` (``eject``, ``absorb``
+        of the cold replica, ``swap``), ``k_mixing``, ``to_inference_data()`` in
+        :func:`lcbayes.rjmcmc`'s form plus the sample statistic
+        ``collapsed_log_likelihood`` (``ln p(y | z, K)``).
+
+    Warns:
+        KMixingWarning: as :func:`lcbayes.rjmcmc`.
+    """
+    start = time.perf_counter()
+    data = as_dataset(data)
+    seed = check_seed(seed)
+    counts = {"max_classes": check_int(max_classes, "max_classes", 2),
+              "draws": check_int(draws, "draws", 1), "warmup": check_int(warmup, "warmup", 0),
+              "chains": check_int(chains, "chains", 1), "thin": check_int(thin, "thin", 1)}
+    ladder = heat_ladder(heats)
+    slots = counts["max_classes"]
+    p_k = prior_k_probabilities(prior_k, slots)
+    lc = trimmed_rows(lc_data(data))
+    structure = latent_class(data, slots, name=class_name(data))
+    alloc_prior = allocation_prior(data, lc, structure.nodes[0], prior, p_k)
+    k0 = numpy_rng(seed).choice(np.arange(1, slots + 1), size=counts["chains"], p=p_k)
+    keys = jax.random.split(prng_key(seed), counts["chains"])
+    k, log_w, log_theta, loglik, log_joint, collapsed, proposed, accepted = map(
+        np.asarray, run_chains(counts["draws"], LCData(*map(jnp.asarray, lc)), alloc_prior,
+                               jnp.asarray(ladder), keys, jnp.asarray(k0, dtype=jnp.int32),
+                               counts["warmup"], counts["thin"]))
+    tried, took = proposed.sum(axis=(0, 1)), accepted.sum(axis=(0, 1))
+    acceptance = {m: float(took[i] / tried[i]) if tried[i] else None
+                  for i, m in enumerate(MOVES)}
+    settings = {**counts, "heats": [float(h) for h in ladder], "seed": seed_record(seed),
+                "prior_k": {i + 1: float(v) for i, v in enumerate(p_k)},
+                "prior": prior if isinstance(prior, str | int | float) else "custom"}
+    idata = lc_inference_data(
+        data, np.exp(log_w), np.exp(log_theta), loglik, log_joint, k=k,
+        stats={"collapsed_log_likelihood": ((), collapsed),
+               "proposed": (("move",), proposed), "accepted": (("move",), accepted)},
+        stat_coords={"move": list(MOVES)},
+        attrs={"engine": "allocation", **counts, "seed": json_value(settings["seed"]),
+               "heats_json": json.dumps(settings["heats"]), "prior": settings["prior"],
+               "prior_k_json": json.dumps(settings["prior_k"]),
+               "acceptance_json": json.dumps(acceptance)})
+    result = AllocationResult(idata=idata, structure=structure, settings=settings,
+                              seconds=time.perf_counter() - start)
+    idata.posterior.attrs["posterior_k_json"] = json.dumps(result.posterior_k)
+    idata.posterior.attrs["seconds"] = result.seconds
+    if warning := result.mixing_warning():
+        warnings.warn(warning, KMixingWarning, stacklevel=2)
+    return result
