@@ -34,10 +34,13 @@ from jax.scipy.special import xlogy
 from ...inference import Evidence, e_step, flat, flat_e_step, flat_log_marginal, prepare
 from ...structure import Structure
 
-__all__ = ["BOUNDARY", "Problem", "initial_tables", "m_step", "starts"]
+__all__ = ["BOUNDARY", "GRADIENT_FLOOR", "Problem", "initial_tables", "m_step", "starts"]
 
 #: Entries below this are at the boundary of the parameter space (:meth:`Problem.inward`).
 BOUNDARY = 1e-12
+
+#: Gradients are evaluated with every entry at least this (:meth:`Problem.value_and_gradient`).
+GRADIENT_FLOOR = 1e-200
 
 
 def m_step(counts: jax.Array, alphas: jax.Array | None, shapes) -> jax.Array:
@@ -139,11 +142,12 @@ class Problem:
 
     # ------------------------------------------------------------------ gradients and bases
     def value_and_gradient(self, x):
-        """``(L(x), dL/dx)``, every entry treated as free (``jax.grad``); held entries, and
-        entries at exactly 0 (where the log-space route gives ``0 * inf``), get 0."""
-        value, g = jax.value_and_grad(self.objective)(x)
-        keep = (x > 0) if self.held is None else (x > 0) & self.held[0]
-        return value, jnp.where(keep, g, 0.0)
+        """``(L(x), dL/dx)``, every entry treated as free (``jax.grad``), held entries 0. The
+        gradient is taken at ``max(x, GRADIENT_FLOOR)``: at an entry of exactly 0 the log-space
+        route gives ``0 * inf``, while the derivative there is finite and may point inwards
+        (an additive step must see it, or the entry is trapped at the boundary)."""
+        value, g = jax.value_and_grad(self.objective)(jnp.maximum(x, GRADIENT_FLOOR))
+        return value, g if self.held is None else jnp.where(self.held[0], g, 0.0)
 
     def row_sum(self, v):
         """Every entry replaced by the sum of its table row."""
