@@ -12,6 +12,10 @@ import pytest
 import lcbayes as lcb
 from lcbayes.cli import main
 from lcbayes.errors import StructureError
+from lcbayes.learn.moves import Context
+from lcbayes.learn.restarts import EMSettings
+from lcbayes.learn.scoring import Scorer
+from lcbayes.learn.tree_build import build_tree, islands, mutual_information
 from lcbayes.learn.tree_drawing import (
     bipartitions,
     bracket,
@@ -259,6 +263,7 @@ def test_cli_learn_tree_errors(data, tmp_path, capsys):
                           ([str(csv), "--tree", "--time-limit", "-3"], "--time-limit"),
                           ([str(csv), "--tree", "--score", "nope"], "score"),
                           ([str(csv), "--tree", "--classes", "2"], "--tree"),
+                          ([str(csv), "--tree", "dhc"], "method"),
                           ([str(narrow), "--tree"], "at least 3")]:
         assert main(["learn", *args]) == 2
         err = capsys.readouterr().err.strip().splitlines()
@@ -267,3 +272,38 @@ def test_cli_learn_tree_errors(data, tmp_path, capsys):
         lcb.learn_tree(data, max_hidden=0)
     with pytest.raises(lcb.LcbayesError, match="time_limit"):
         lcb.learn_tree(data, time_limit=0)
+
+
+def test_mutual_information():
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 2, size=4000)
+    codes = np.column_stack([x, x, rng.integers(0, 3, size=4000)])
+    codes[:10, 1] = -1                                        # missing: pairwise rows
+    mi = mutual_information(lcb.Dataset.from_codes(codes, columns=list("ABC")))
+    p = np.bincount(x[10:]) / 3990
+    assert mi[0, 1] == pytest.approx(-(p * np.log(p)).sum(), abs=1e-12)
+    assert 0 <= mi[0, 2] < 1e-3 and mi[0, 0] == 0 and mi[1, 0] == mi[0, 1]
+
+
+def _grouped(n_groups: int, size: int, rows: int, seed: int):
+    columns = [f"X{j}" for j in range(n_groups * size)]
+    tree = {"R": [f"G{g}" for g in range(n_groups)]}
+    tree.update({f"G{g}": columns[g * size:(g + 1) * size] for g in range(n_groups)})
+    blank = lcb.Dataset.from_codes(np.tile([[0], [1]], (1, len(columns))), columns=columns)
+    truth = lcb.hlc(blank, tree, {h: 2 for h in tree})
+    params = {n: (np.array([0.5, 0.5]) if not truth.parents[i] else
+                  np.array([[0.85, 0.15], [0.2, 0.8]])) for i, n in enumerate(truth.nodes)}
+    return truth, lcb.simulate(truth, params, rows, seed=seed)
+
+
+@pytest.mark.slow
+def test_bottom_up_build_recovers_the_groups():
+    truth, data = _grouped(3, 4, 2000, seed=5)
+    ctx = Context(data=data, scorer=Scorer(data, "bic"), em=EMSettings(),
+                  rng=np.random.default_rng(0))
+    found, left = islands(ctx, data)
+    assert sorted(sorted(members) for members, _ in found) == [
+        ["X0", "X1", "X2", "X3"], ["X10", "X11", "X8", "X9"], ["X4", "X5", "X6", "X7"]]
+    assert not left
+    built = build_tree(ctx)
+    assert same_tree(built.model.structure, truth)

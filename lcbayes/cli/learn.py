@@ -1,8 +1,9 @@
-"""``lcbayes learn DATA.csv [--skeleton tree.json | --tree] [--score bic] [--method splitmerge]
-[--seed N] [--time-limit S] [--json] [--report out.html]``: search for the number of latent
-classes (:func:`lcbayes.learn_classes`, Karčiauskas 2005), with ``--skeleton`` for the
-hidden cardinalities of an HLC model on that tree (:func:`lcbayes.learn_hlc`), or with
-``--tree`` for the hidden tree itself (:func:`lcbayes.learn_tree`, EAST), and print the
+"""``lcbayes learn DATA.csv [--skeleton tree.json | --tree [METHOD]] [--score bic]
+[--method splitmerge] [--seed N] [--time-limit S] [--json] [--report out.html]``: search for
+the number of latent classes (:func:`lcbayes.learn_classes`, Karčiauskas 2005), with
+``--skeleton`` for the hidden cardinalities of an HLC model on that tree
+(:func:`lcbayes.learn_hlc`), or with ``--tree`` for the hidden tree itself
+(:func:`lcbayes.learn_tree`: EAST, or the HLTA-style build for many items), and print the
 best model with the path of moves, or with ``--json`` one object: the chosen model under
 ``best`` (structure, parameters and scores in the form of ``lcbayes fit --json``, plus
 ``score``), the ``path`` of moves and the search's settings.
@@ -34,9 +35,11 @@ def add_parser(sub) -> None:
     add_data_arguments(cmd)
     cmd.add_argument("--skeleton", help="JSON file {\"tree\": {hidden: [children]}}: learn the "
                                         "hidden cardinalities of an HLC model on this tree")
-    cmd.add_argument("--tree", action="store_true",
-                     help="learn the hidden tree (structure and cardinalities) of an HLC model "
-                          "by EAST's expand-adjust-simplify search")
+    cmd.add_argument("--tree", nargs="?", const="auto", default=None, metavar="METHOD",
+                     help="learn the hidden tree (structure and cardinalities) of an HLC model: "
+                          "east (expand-adjust-simplify search), hlta (bottom-up build for "
+                          "many items) or auto (the default: hlta from 20 items on); write "
+                          "it after DATA.csv or as --tree=METHOD")
     cmd.add_argument("--max-hidden", type=int, default=None,
                      help="with --tree: never have more hidden nodes than this")
     cmd.add_argument("--score", default=default(learn_classes, "score"),
@@ -80,11 +83,12 @@ def run(args: argparse.Namespace) -> int:
     data = read_data(args)
     common = {"score": args.score, "method": args.method, "seed": args.seed,
               "time_limit": args.time_limit, "progress": not args.json}
-    if args.tree:
+    if args.tree is not None:
         if args.skeleton is not None or args.classes is not None:
             raise UsageError("--tree learns the tree; leave out --skeleton and --classes")
         result = learn_tree(data, score=args.score, seed=args.seed, time_limit=args.time_limit,
-                            max_hidden=args.max_hidden, progress=not args.json)
+                            max_hidden=args.max_hidden, method=args.tree,
+                            progress=not args.json)
     elif args.skeleton is None:
         result = learn_classes(data, classes=args.classes, max_classes=args.max_classes,
                                **common)

@@ -73,9 +73,10 @@ def _leaf_evidence(data: Dataset, column: int, card: int) -> np.ndarray:
 
 def incoming(model: TreeModel, data: Dataset) -> dict[tuple[str, str], np.ndarray]:
     """``log in(n -> v)`` ``(P, |v|)`` for every hidden ``v`` and neighbour ``n`` (module
-    docstring), on the patterns of ``data``."""
+    docstring), on the patterns of ``data`` (whose columns include ``model``'s leaves: a model
+    of some of the columns is fitted on the patterns of all of them)."""
     s, t = model.structure, model.tables
-    column = {i: k for k, i in enumerate(s.observed_nodes)}
+    column = {i: data.columns.index(s.nodes[i]) for i in s.observed_nodes}
     order = [i for i in s.topological_order if s.hidden[i]]
     marginal = {s.root: t[s.root][0]}
     for v in order[1:]:
@@ -110,7 +111,7 @@ def item_evidence(model: TreeModel, data: Dataset, messages, node: str,
     s = model.structure
     i = s.index(node)
     if not s.hidden[i]:
-        return _leaf_evidence(data, s.observed_nodes.index(i), s.cardinalities[i])
+        return _leaf_evidence(data, data.columns.index(node), s.cardinalities[i])
     nb = [s.nodes[n] for n in (*s.parents[i], *s.children[i]) if s.nodes[n] not in left_out]
     return sum((messages[(n, node)] for n in nb),
                np.zeros((data.n_patterns, s.cardinalities[i])))

@@ -21,6 +21,8 @@ at the local fit, which is the candidate's exact log-likelihood with the other t
 winner gets a full multiple-restart EM (:func:`.tree_moves.fit_trees`), and its score (any of
 :data:`~.scoring.SCORES`) decides. The best tree gets a final :func:`lcbayes.em` and is
 re-rooted at its hidden node with the most neighbours.
+
+For many items ``method="hlta"`` builds the tree bottom-up instead (:mod:`.tree_build`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from .moves import Context, Scored
 from .restarts import EMSettings
 from .scoring import SCORES, Scorer
 from .search import final_result, learn_classes, run_search
+from .tree_build import build_tree
 from .tree_drawing import bracket
 from .tree_local import local_em
 from .tree_moves import fit_trees, tree_scored, walk
@@ -63,11 +66,15 @@ from .tree_operators import (
 )
 from .trees import TreeModel, random_tree
 
-__all__ = ["PHASES", "learn_tree"]
+__all__ = ["AUTO_ITEMS", "PHASES", "TREE_METHODS", "learn_tree"]
 
 #: The operations of each phase of EAST.
 PHASES = {"expand": ("add_node", "add_state"), "adjust": ("relocate",),
           "simplify": ("remove_node", "remove_state")}
+#: The searches of :func:`learn_tree`.
+TREE_METHODS = ("auto", "east", "hlta")
+#: ``method="auto"`` builds bottom-up (HLTA) from this many items on, else runs EAST.
+AUTO_ITEMS = 20
 #: Share of the time limit that the latent class search may use.
 START_SHARE = 0.25
 #: Node introduction's ``smoothing`` in the search (:func:`.tree_operators.add_node`).
@@ -210,6 +217,7 @@ def learn_tree(
     seed: Seed = 0,
     time_limit: float | None = None,
     max_hidden: int | None = None,
+    method: str = "auto",
     perturbation: float = 0.05,
     tol: float = 0.01,
     max_iter: int = 200,
@@ -229,19 +237,24 @@ def learn_tree(
         time_limit: seconds; the search returns the best tree found when they run out (the
             step under way finishes first). The start's latent class search may use a
             quarter of them.
-        max_hidden: never have more hidden nodes than this.
+        max_hidden: never have more hidden nodes than this (EAST).
+        method: ``"east"`` (the search of the module docstring), ``"hlta"`` (the bottom-up
+            build for many items, :mod:`.tree_build`) or ``"auto"`` (``"hlta"`` from
+            :data:`AUTO_ITEMS` items on, else ``"east"``).
         perturbation: the perturbation of a state introduction's split (Def 4.2).
         tol, max_iter: EM convergence (nats) and iteration limit of the local and full EMs.
         progress: show a progress bar over the moves.
 
     Returns:
-        A :class:`~lcbayes.LearnResult` (``method="east"``) whose ``fit`` is the best HLC
-        model (its ``structure`` works with every engine and with :func:`lcbayes.compare`),
-        with the path of accepted and rejected moves; ``summary()`` draws the tree.
+        A :class:`~lcbayes.LearnResult` (``method`` ``"east"`` or ``"hlta"``) whose ``fit`` is
+        the best HLC model (its ``structure`` works with every engine and with
+        :func:`lcbayes.compare`), with the path of accepted and rejected moves; ``summary()``
+        draws the tree.
     """
     started, seed = time.perf_counter(), check_seed(seed)
     data = as_dataset(data)
     check_choice(score, "score", tuple(SCORES))
+    check_choice(method, "method", TREE_METHODS)
     if data.n_columns < 3:
         raise ArgumentError(f"data has {data.n_columns} column(s); an HLC tree needs at least "
                             "3 items")
@@ -258,18 +271,25 @@ def learn_tree(
     classes = learn_classes(data, score=score, seed=seed, tol=tol, max_iter=max_iter,
                             time_limit=None if time_limit is None else START_SHARE * time_limit)
 
+    if method == "auto":
+        method = "hlta" if data.n_columns >= AUTO_ITEMS else "east"
+
     def search(path: Path) -> Scored:
-        start = _start(ctx)
-        path.add("start", start, True, hidden=bracket(start.model.structure))
-        best = _Search(ctx, path, max_hidden).run(start)
+        if method == "hlta":
+            best = build_tree(ctx, note=None if path.bar is None else path.bar.set_postfix_str)
+            path.add("build", best, True, hidden=bracket(best.model.structure))
+        else:
+            start = _start(ctx)
+            path.add("start", start, True, hidden=bracket(start.model.structure))
+            best = _Search(ctx, path, max_hidden).run(start)
         lc = _classes_model(ctx, classes)
         path.add("latent_class", lc, lc.score > best.score, hidden=bracket(lc.model.structure))
         return lc if lc.score > best.score else best
 
-    best, path = run_search(ctx, "learn_tree (east)", progress, search, started)
+    best, path = run_search(ctx, f"learn_tree ({method})", progress, search, started)
     s = best.model.structure
     root = max(s.hidden_nodes, key=lambda h: (len(s.children[h]) + len(s.parents[h]), -h))
     final = walk(best.model, root)
-    return final_result(ctx, final.structure, final.params, path, "east", seed, started,
+    return final_result(ctx, final.structure, final.params, path, method, seed, started,
                         {"max_hidden": max_hidden, "start_classes": classes.n_classes,
                          "start_seconds": classes.seconds})
