@@ -21,6 +21,11 @@ The parts, each run as its own process with the same ``--seed`` (default 0):
   writes ``whiley-estimation.md`` (Whiley 1999 §2.8-2.9: every estimation algorithm against
   EM, beside his Tables 2.1-2.4; minutes, ``--quick`` skips it; its "Wall time" line is
   masked).
+* ``whiley-model-choice``: ``python benchmarks/whiley_model_choice.py --out OUT --seed SEED``
+  writes ``whiley-model-choice.md`` (Whiley 1999 §4.8 and §4.10: how often each model-choice
+  score picks the true structure, beside his Tables 4.2-4.4, and the ICU data; about half an
+  hour on two shared cores, ``--quick`` skips it; its "Wall time" line and "Run log" section
+  are masked).
 
 The same seed in the same environment gives the same bytes, apart from the timings the reports
 state (:data:`TIMINGS`): the demo's "Seconds" block (``demo.md``: the line ``**Seconds**: ...``;
@@ -53,13 +58,19 @@ PARTS = {
     "learn": ([str(REPO / "benchmarks" / "learn.py")], ("karciauskas-learning.md",)),
     "whiley-estimation": ([str(REPO / "benchmarks" / "whiley_estimation.py")],
                           ("whiley-estimation.md",)),
+    "whiley-model-choice": ([str(REPO / "benchmarks" / "whiley_model_choice.py")],
+                            ("whiley-model-choice.md",)),
 }
 #: The parts ``--quick`` leaves out (minutes each).
-LONG_PARTS = ("beal", "learn", "whiley-estimation")
+LONG_PARTS = ("beal", "learn", "whiley-estimation", "whiley-model-choice")
 #: Timings in the reports, per file: (pattern, replacement) applied before comparing.
 TIMINGS = {
     "whiley-estimation.md": ((re.compile(r"^\*\*Wall time\*\*:.*$", re.M),
                               "**Wall time**: (masked)"),),
+    "whiley-model-choice.md": (
+        (re.compile(r"^\*\*Wall time\*\*:.*$", re.M), "**Wall time**: (masked)"),
+        (re.compile(r"^## Run log\n.*", re.S | re.M), "## Run log\n(masked)\n"),
+    ),
     "demo.md": ((re.compile(r"^\*\*Seconds\*\*:.*$", re.M), "**Seconds**: (masked)"),),
     "demo.html": ((re.compile(r"<h3>Seconds</h3><table>.*?</table>", re.S),
                    "<h3>Seconds</h3>(masked)"),),
