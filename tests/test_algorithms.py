@@ -378,3 +378,12 @@ def test_cli_fit_takes_an_algorithm(capsys):
     assert out["loglik"] == pytest.approx(-317.2568, abs=1e-3)
     assert main(["fit", path, "--classes", "2", "--method", "vbem", "--algorithm", "cg"]) == 2
     assert "--algorithm applies to --method em" in capsys.readouterr().err
+
+
+def test_vmapped_restarts_give_the_restarts_run_one_by_one(carcinoma):
+    s = lcb.latent_class(carcinoma, 2)
+    for algorithm in ("gcg", "iem"):
+        one = lcb.em(s, carcinoma, restarts=3, seed=6, algorithm=algorithm, batch_size=1)
+        side = lcb.em(s, carcinoma, restarts=3, seed=6, algorithm=algorithm, batch_size=3)
+        np.testing.assert_allclose(side.restart_logliks, one.restart_logliks, atol=1e-8)
+        np.testing.assert_array_equal(side.restart_n_iter, one.restart_n_iter)
