@@ -103,20 +103,27 @@ def _log_target(prior: AllocPrior, data: AllocData, k, n, nr, heat) -> jax.Array
 def gibbs_allocations(key, data: AllocData, prior: AllocPrior, state: AllocState, heat
                       ) -> AllocState:
     """Every row's class in turn from ``p(z_i = k | z_-i, y) ∝ (alpha + n_k^-i)
-    p(y_i | rows of class k other than i)^heat`` (one ``lax.scan`` over the rows)."""
-    slots = state.n.shape[0]
+    prod_{j seen} [(lam_jy + n_kjy^-i) / (sum lam_j + n_kj^-i)]^heat`` (one ``lax.scan`` over
+    the rows). The logs come from tables over the possible counts ``0 .. N`` (half the time
+    of taking them afresh), the class counts are updated by dense one-hot arithmetic (cheaper
+    than scatters under ``vmap``)."""
+    slots, n_items = state.n.shape[0], data.x.shape[1]
     active = jnp.arange(slots) < state.k
     observed = data.x.sum(-1)  # (N, J)
+    values = jnp.argmax(data.x, axis=-1)  # (N, J); 0 where missing (then not observed)
+    possible = jnp.arange(data.x.shape[0] + 1)
+    log_num = jnp.log(prior.lam[:, :, None] + possible)  # (J, R, N + 1)
+    log_den = jnp.log(prior.lam_total[:, None] + possible)  # (J, N + 1)
+    slot, item = jnp.arange(slots), jnp.arange(n_items)[None, :]
 
-    slot = jnp.arange(slots)
-
-    def row(carry, inputs):  # dense one-hot updates: cheaper than scatters under vmap
+    def row(carry, inputs):
         n, nr = carry
-        x, seen, w, s, u = inputs
+        x, seen, y, w, s, u = inputs
         out = (slot == s) * w
         n, nr = n - out, nr - out[:, None, None] * x
-        predictive = (jnp.sum(x * jnp.log(prior.lam + nr), axis=(1, 2))
-                      - jnp.log(prior.lam_total + nr.sum(-1)) @ seen)
+        same = jnp.sum(nr * x, axis=-1).astype(jnp.int32)  # (S, J) rows sharing y_ij
+        total = nr.sum(-1).astype(jnp.int32)  # (S, J) rows with item j seen
+        predictive = (log_num[item, y[None, :], same] - log_den[item, total]) @ seen
         logits = jnp.where(active, jnp.log(prior.alpha + n) + heat * predictive, -jnp.inf)
         cdf = jnp.cumsum(jnp.exp(logits - logits.max()))
         new = jnp.minimum((u * cdf[-1] > cdf).sum(), slots - 1).astype(jnp.int32)
@@ -125,7 +132,8 @@ def gibbs_allocations(key, data: AllocData, prior: AllocPrior, state: AllocState
         return (n + into, nr + into[:, None, None] * x), new
 
     u = jax.random.uniform(key, state.z.shape)
-    (n, nr), z = jax.lax.scan(row, (state.n, state.nr), (data.x, observed, data.w, state.z, u))
+    (n, nr), z = jax.lax.scan(row, (state.n, state.nr),
+                              (data.x, observed, values, data.w, state.z, u))
     return AllocState(state.k, z, n, nr)
 
 
