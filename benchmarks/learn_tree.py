@@ -1,29 +1,37 @@
-"""HLC structure search (``lcb.learn_tree``, EAST): recovery of random generating trees.
+"""HLC structure search (``lcb.learn_tree``): recovery of random trees, and many items.
 
 Usage::
 
-    python benchmarks/learn_tree.py --out reports            # 10 random 8-leaf trees, N = 5000
+    python benchmarks/learn_tree.py --out reports            # both parts, writes the report
     python benchmarks/learn_tree.py --quick                  # 2 trees, N = 2000, prints only
+    python benchmarks/learn_tree.py --part many --out reports    # only part 2, merged
     python benchmarks/learn_tree.py --models 20 --rows 10000 --leaves 8 --seed 1
 
-Each generating model is a random regular HLC tree over ``--leaves`` binary items with 2 or 3
-binary hidden nodes (a random tree on the hidden nodes, every hidden node given at least three
-neighbours, the other leaves attached at random); every edge's table puts ``U(0.75, 0.9)`` on
-one child state per parent state (a random one-to-one map), the root is ``Dirichlet(2, 2)``.
-``--rows`` rows are simulated per model and ``learn_tree`` (BIC, seed 0) is run on them.
-
-Reported per model: whether the learned tree equals the generating one up to root walking and
-state labels (the same leaf bipartitions and hidden cardinalities,
+Part 1 (``recovery``): each generating model is a random regular HLC tree over ``--leaves``
+binary items with 2 or 3 binary hidden nodes (a random tree on the hidden nodes, every hidden
+node given at least three neighbours, the other leaves attached at random); every edge's table
+puts ``U(0.75, 0.9)`` on one child state per parent state (a random one-to-one map), the root is
+``Dirichlet(2, 2)``. ``--rows`` rows are simulated per model and ``learn_tree`` (BIC, seed 0) is
+run on them. Reported per model: whether the learned tree equals the generating one up to root
+walking and state labels (the same leaf bipartitions and hidden cardinalities,
 :func:`lcbayes.learn.tree_drawing.same_tree`), the Robinson-Foulds distance between their leaf
 bipartitions, the BIC of the learned model minus that of the generating structure fitted by EM
 from the true parameters (positive: the search found a model the data prefer), the number of
-moves and the wall time (compilation included; the first model pays most of it). Writes
-``hlc-structure-search.md`` to ``--out``.
+moves and the wall time (compilation included; the first model pays most of it).
+
+Part 2 (``many``): ``--many-items`` binary items (default 60) in groups of 10 under binary hidden
+nodes below one binary root, edges as above, ``--many-rows`` rows (10^4): ``learn_tree`` with
+its defaults (``method="auto"``: the bottom-up build), its time (the latent class search that
+guards it included and reported apart), recovery and BIC gap as above.
+
+Every part's numbers are kept in ``hlc-structure-search.json`` in ``--out``, and
+``hlc-structure-search.md`` is written from all parts found there.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import time
 from pathlib import Path
@@ -34,6 +42,7 @@ import lcbayes as lcb
 from lcbayes.learn.tree_drawing import bracket, robinson_foulds, same_tree
 
 REPORT = "hlc-structure-search.md"
+NUMBERS = "hlc-structure-search.json"
 
 
 def random_model(rng: np.random.Generator, n_leaves: int) -> tuple[lcb.Structure, dict]:
@@ -59,14 +68,29 @@ def random_model(rng: np.random.Generator, n_leaves: int) -> tuple[lcb.Structure
         if not structure.parents[i]:
             params[name] = rng.dirichlet([2.0, 2.0])
             continue
-        strong = rng.uniform(0.75, 0.9, size=2)
-        flip = rng.permutation(2)
-        table = np.empty((2, 2))
-        for s in range(2):
-            table[s, flip[s]] = strong[s]
-            table[s, 1 - flip[s]] = 1.0 - strong[s]
-        params[name] = table
+        params[name] = _edge(rng)
     return structure, params
+
+
+def _edge(rng: np.random.Generator, r_parent: int = 2) -> np.ndarray:
+    strong = rng.uniform(0.75, 0.9, size=r_parent)
+    flip = rng.permutation(2)
+    table = np.empty((r_parent, 2))
+    for s in range(r_parent):
+        table[s, flip[s]] = strong[s]
+        table[s, 1 - flip[s]] = 1.0 - strong[s]
+    return table
+
+
+def _one(truth: lcb.Structure, params: dict, data: lcb.Dataset) -> dict:
+    truth_fit = lcb.em(truth, data, init=params, restarts=0)
+    started = time.perf_counter()
+    res = lcb.learn_tree(data, seed=0)
+    return {"truth": bracket(truth), "learned": bracket(res.structure),
+            "same": bool(same_tree(res.structure, truth)),
+            "rf": robinson_foulds(res.structure, truth), "bic_gap": res.fit.bic - truth_fit.bic,
+            "moves": len(res.path), "seconds": time.perf_counter() - started,
+            "classes_seconds": res.settings["start_seconds"], "method": res.method}
 
 
 def run(n_models: int, rows: int, n_leaves: int, seed: int) -> list[dict]:
@@ -75,69 +99,106 @@ def run(n_models: int, rows: int, n_leaves: int, seed: int) -> list[dict]:
     for m in range(n_models):
         truth, params = random_model(rng, n_leaves)
         data = lcb.simulate(truth, params, rows, seed=seed * 1000 + m)
-        truth_fit = lcb.em(truth, data, init=params, restarts=0)
-        started = time.perf_counter()
-        res = lcb.learn_tree(data, seed=0)
-        seconds = time.perf_counter() - started
-        row = {"model": m + 1, "truth": bracket(truth), "learned": bracket(res.structure),
-               "same": same_tree(res.structure, truth),
-               "rf": robinson_foulds(res.structure, truth),
-               "bic_gap": res.fit.bic - truth_fit.bic, "moves": len(res.path),
-               "seconds": seconds}
+        row = {"model": m + 1, **_one(truth, params, data)}
         out.append(row)
         print(f"model {row['model']}: same={row['same']} RF={row['rf']} "
-              f"BIC gap={row['bic_gap']:.2f} moves={row['moves']} {seconds:.1f} s\n"
+              f"BIC gap={row['bic_gap']:.2f} moves={row['moves']} {row['seconds']:.1f} s\n"
               f"  truth   {row['truth']}\n  learned {row['learned']}", flush=True)
     return out
 
 
-def report(rows: list[dict], args) -> str:
-    same = sum(r["same"] for r in rows)
-    lines = [
-        "# HLC structure search: recovery of random trees",
-        "",
-        f"`python benchmarks/learn_tree.py --models {args.models} --rows {args.rows} "
-        f"--leaves {args.leaves} --seed {args.seed}` (lcbayes {lcb.__version__}, "
-        f"{platform.machine()}, {platform.python_version()}; see the script's docstring for "
-        "the generating models).",
-        "",
-        f"**Recovered up to root walking and state labels: {same} of {len(rows)}**; mean "
-        f"Robinson-Foulds distance {np.mean([r['rf'] for r in rows]):.2f}; median time "
-        f"{np.median([r['seconds'] for r in rows]):.1f} s (first model, with most of the "
-        f"compilation: {rows[0]['seconds']:.1f} s).",
-        "",
-        "BIC gap: BIC of the learned model minus BIC of the generating structure fitted by EM "
-        "from the true parameters (>= 0: the search's model scores at least as well).",
-        "",
-        "| model | generating tree | learned tree | same | RF | BIC gap | moves | seconds |",
-        "|---:|---|---|:---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(f"| {r['model']} | `{r['truth']}` | `{r['learned']}` | "
-                     f"{'yes' if r['same'] else 'no'} | {r['rf']} | {r['bic_gap']:.2f} | "
-                     f"{r['moves']} | {r['seconds']:.1f} |")
-    return "\n".join(lines) + "\n"
+def run_many(n_items: int, rows: int, seed: int) -> dict:
+    """Part 2: many items in groups of 10 (module docstring)."""
+    rng = np.random.default_rng(seed)
+    columns = [f"X{j + 1}" for j in range(n_items)]
+    groups = [columns[i:i + 10] for i in range(0, n_items, 10)]
+    tree = {"R": [f"G{g}" for g in range(len(groups))]}
+    tree.update({f"G{g}": items for g, items in enumerate(groups)})
+    blank = lcb.Dataset.from_codes(np.tile([[0], [1]], (1, n_items)), columns=columns)
+    truth = lcb.hlc(blank, tree, {h: 2 for h in tree})
+    params = {n: rng.dirichlet([2.0, 2.0]) if not truth.parents[i] else _edge(rng)
+              for i, n in enumerate(truth.nodes)}
+    data = lcb.simulate(truth, params, rows, seed=seed)
+    row = {"items": n_items, "rows": rows, **_one(truth, params, data)}
+    print(f"{n_items} items x {rows} rows: {row['method']}, same={row['same']} RF={row['rf']} "
+          f"BIC gap={row['bic_gap']:.2f} {row['seconds']:.1f} s (latent class search "
+          f"{row['classes_seconds']:.1f} s)", flush=True)
+    return row
+
+
+def report(parts: dict) -> str:
+    lines = ["# HLC structure search (`lcb.learn_tree`)", "",
+             f"lcbayes {lcb.__version__}, {platform.machine()}, Python "
+             f"{platform.python_version()}; the generating models are described in "
+             "`benchmarks/learn_tree.py`. Times are wall seconds on a shared 2-core machine, "
+             "compilation included.", ""]
+    if "recovery" in parts:
+        rec = parts["recovery"]
+        rows = rec["rows"]
+        same = sum(r["same"] for r in rows)
+        lines += [
+            "## Recovery of random 8-leaf binary trees", "",
+            f"`{rec['command']}`", "",
+            f"**Recovered up to root walking and state labels: {same} of {len(rows)}**; mean "
+            f"Robinson-Foulds distance {np.mean([r['rf'] for r in rows]):.2f}; median time "
+            f"{np.median([r['seconds'] for r in rows]):.1f} s (first model, with most of the "
+            f"compilation: {rows[0]['seconds']:.1f} s).", "",
+            "BIC gap: BIC of the learned model minus BIC of the generating structure fitted by "
+            "EM from the true parameters (>= 0: the search's model scores at least as well).",
+            "",
+            "| model | generating tree | learned tree | same | RF | BIC gap | moves | seconds |",
+            "|---:|---|---|:---:|---:|---:|---:|---:|",
+        ]
+        lines += [f"| {r['model']} | `{r['truth']}` | `{r['learned']}` | "
+                  f"{'yes' if r['same'] else 'no'} | {r['rf']} | {r['bic_gap']:.2f} | "
+                  f"{r['moves']} | {r['seconds']:.1f} |" for r in rows]
+        lines.append("")
+    if "many" in parts:
+        r = parts["many"]["row"]
+        lines += [
+            "## Many items", "", f"`{parts['many']['command']}`", "",
+            "| items | rows | method | same | RF | BIC gap | seconds | of which latent class "
+            "search |", "|---:|---:|---|:---:|---:|---:|---:|---:|",
+            f"| {r['items']} | {r['rows']} | {r['method']} | {'yes' if r['same'] else 'no'} | "
+            f"{r['rf']} | {r['bic_gap']:.2f} | {r['seconds']:.1f} | "
+            f"{r['classes_seconds']:.1f} |", "",
+            f"Generating tree: `{r['truth']}`", "", f"Learned tree: `{r['learned']}`", ""]
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("all", "recovery", "many"), default="all")
     parser.add_argument("--models", type=int, default=10)
     parser.add_argument("--rows", type=int, default=5000)
     parser.add_argument("--leaves", type=int, default=8)
+    parser.add_argument("--many-items", type=int, default=60)
+    parser.add_argument("--many-rows", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="2 models of 2000 rows")
+    parser.add_argument("--quick", action="store_true", help="2 models of 2000 rows, 30 items")
     parser.add_argument("--out", help="folder for the report")
     args = parser.parse_args()
     if args.quick:
-        args.models, args.rows = 2, 2000
-    rows = run(args.models, args.rows, args.leaves, args.seed)
-    text = report(rows, args)
-    if args.out is None:
+        args.models, args.rows, args.many_items, args.many_rows = 2, 2000, 30, 3000
+    numbers = Path(args.out) / NUMBERS if args.out else None
+    parts = json.loads(numbers.read_text()) if numbers is not None and numbers.exists() else {}
+    if args.part in ("all", "recovery"):
+        parts["recovery"] = {
+            "command": f"python benchmarks/learn_tree.py --part recovery --models {args.models} "
+                       f"--rows {args.rows} --leaves {args.leaves} --seed {args.seed}",
+            "rows": run(args.models, args.rows, args.leaves, args.seed)}
+    if args.part in ("all", "many"):
+        parts["many"] = {
+            "command": f"python benchmarks/learn_tree.py --part many --many-items "
+                       f"{args.many_items} --many-rows {args.many_rows} --seed {args.seed}",
+            "row": run_many(args.many_items, args.many_rows, args.seed)}
+    text = report(parts)
+    if numbers is None:
         print(text)
     else:
-        path = Path(args.out) / REPORT
-        path.write_text(text)
-        print(f"wrote {path}")
+        numbers.write_text(json.dumps(parts, indent=1))
+        (Path(args.out) / REPORT).write_text(text)
+        print(f"wrote {Path(args.out) / REPORT}")
 
 
 if __name__ == "__main__":
