@@ -24,6 +24,7 @@ from lcbayes.learn.tree_drawing import (
     tree_text,
 )
 from lcbayes.learn.tree_local import local_em
+from lcbayes.learn.tree_moves import walk
 from lcbayes.learn.tree_operators import (
     add_node,
     add_state,
@@ -199,6 +200,9 @@ def test_bipartitions_and_robinson_foulds(small):
                                         columns=COLUMNS), {"Z": COLUMNS}, {"Z": 2})
     assert robinson_foulds(s, lc) == 1 and not same_tree(s, lc)
     assert same_tree(s, s) and not same_tree(s, _truth())
+    rerooted = walk(model, s.index("H1")).structure            # the same model, rooted at H1
+    assert rerooted.root != s.root and same_tree(rerooted, s) and bipartitions(rerooted) == {
+        frozenset({"D", "E", "F"})}
     assert bracket(s) == "H:2(H1:3(A,B,C),D,E,F)"
     assert tree_text(s).splitlines()[:3] == ["H (2 states)", "|-- H1 (3 states)", "|   |-- A"]
 
@@ -240,7 +244,7 @@ def test_result_output(learned, tmp_path):
     assert spec["best"]["structure"]["kind"] == "hlc" and spec["method"] == "east"
     json.dumps(spec)
     page = learned.to_html(tmp_path / "tree.html").read_text()
-    assert 'id="tree"' in page or "chosen HLC tree" in page
+    assert "<img alt='tree'" in page and "The chosen HLC tree" in page
 
 
 @pytest.mark.slow

@@ -27,7 +27,8 @@ below):
    still on top hangs from the hidden variable it shares most information with.
 
 The tables come from the island fits (the links: frequencies of the assigned states, plus one)
-and a global multiple-restart EM of the whole tree finishes the build.
+and a global multiple-restart EM of the whole tree finishes the build. Past the search's
+deadline no new island starts (past the first): the variables left go to the top as they are.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ def islands(ctx: Context, data: Dataset, threshold: float = UD_THRESHOLD,
     fitter = _Fitter(ctx, data, names)
     left = list(range(len(names)))
     found = []
-    while len(left) >= 3:
+    while len(left) >= 3 and not (found and ctx.expired()):
         a, b = max(combinations(left, 2), key=lambda p: mi[p[0], p[1]])
         members = [a, b]
         fit = None
@@ -222,7 +223,7 @@ def build_tree(ctx: Context, threshold: float = UD_THRESHOLD, max_island: int = 
         top = [n for n in children if n not in grouped] + [v for v in left if v not in children]
         if note is not None:
             note(f"level: {len(found)} islands, {len(top)} variables on top")
-        if len(top) <= max_top:
+        if len(top) <= max_top or ctx.expired():
             break
         level = Dataset.from_codes(np.column_stack([codes[v] for v in top]), columns=top,
                                    cardinalities=[card[v] for v in top])
