@@ -1,15 +1,23 @@
-"""Reversible-jump MCMC benchmark: sweeps per second and ESS of K per second.
+"""Reversible-jump MCMC and allocation sampler benchmark: sweeps per second and ESS of K per
+second.
 
 Usage::
 
     python benchmarks/bench_rjmcmc.py                  # N = 1000 and 10000, 4 x 2000 draws
     python benchmarks/bench_rjmcmc.py --quick          # smoke run: N = 1000, 4 x 200 draws
     python benchmarks/bench_rjmcmc.py --sizes 1000 --draws 5000 --warmup 1000
+    python benchmarks/bench_rjmcmc.py --data ../shared/data/carcinoma.csv --max-classes 10 \
+        --draws 5000 --warmup 1000                     # a CSV file instead of simulated rows
+    python benchmarks/bench_rjmcmc.py --sampler allocation --heats 1 2 4
+
+``--sampler`` picks :func:`lcbayes.rjmcmc`, :func:`lcbayes.allocation_sampler` (the collapsed
+allocation sampler with ``--heats`` tempered replicas per chain; one row per number of heats)
+or both (default).
 
 Data: ``N`` rows of 8 binary items simulated from a 3-class latent class model
 (:data:`SHARES`, :data:`PROFILES`; the third class differs from the others on half of the
-items only, so the posterior of ``K`` is not a single point). The sampler is
-:func:`lcbayes.rjmcmc.rjmcmc` with ``max_classes = 10``, 4 chains (vmapped), a uniform prior on
+items only, so the posterior of ``K`` is not a single point). The samplers run
+with ``max_classes = 10`` (``--max-classes``), 4 chains (vmapped), a uniform prior on
 ``K`` and Dirichlet(1) priors.
 
 Per ``N`` it runs the sampler twice with the same shapes (``draws`` is a static argument, so
@@ -17,7 +25,8 @@ both calls use one compiled program) and different seeds. The first call's extra
 second is reported as *compile*; the second is the *run*. Figures:
 
 * sweeps/s: ``chains x (warmup + draws x thin)`` sweeps of the second call over its seconds
-  (all chains together; per chain divide by the number of chains);
+  (all chains together; per chain divide by the number of chains; an allocation sweep updates
+  every heated replica);
 * ESS(k)/s: ArviZ's bulk effective sample size of the trace of ``k`` (all chains,
   ``az.ess``) over the same seconds (the warm-up included in the seconds, not in the ESS);
 * the posterior of ``K`` and the acceptance rate of every move type, for context.
@@ -38,7 +47,6 @@ import jax
 import numpy as np
 
 import lcbayes as lcb
-from lcbayes import rjmcmc
 
 #: True class shares of the simulated data.
 SHARES = (0.5, 0.3, 0.2)
@@ -65,19 +73,25 @@ def simulated(n: int, seed: int) -> lcb.Dataset:
     return lcb.simulate(truth, params, n=n, seed=seed)
 
 
-def bench(n: int, draws: int, warmup: int, thin: int, seed: int) -> dict:
-    data = simulated(n, seed)
-    settings = dict(max_classes=MAX_CLASSES, draws=draws, warmup=warmup, chains=CHAINS,
+def bench(data: lcb.Dataset, sampler: str, heats: int, max_classes: int, draws: int,
+          warmup: int, thin: int, seed: int) -> dict:
+    settings = dict(max_classes=max_classes, draws=draws, warmup=warmup, chains=CHAINS,
                     thin=thin)
+    if sampler == "allocation":
+        run_sampler, settings["heats"] = lcb.allocation_sampler, heats
+    else:
+        run_sampler = lcb.rjmcmc
     start = time.perf_counter()
-    rjmcmc(data, seed=seed, **settings)
+    run_sampler(data, seed=seed, **settings)
     first = time.perf_counter() - start
     start = time.perf_counter()
-    result = rjmcmc(data, seed=seed + 1, **settings)
+    result = run_sampler(data, seed=seed + 1, **settings)
     run = time.perf_counter() - start
     sweeps = CHAINS * (warmup + draws * thin)
     ess_k = float(az.ess(result.to_inference_data(), var_names=["k"])["k"])
-    return {"n": n, "patterns": data.n_patterns, "compile_s": first - run, "run_s": run,
+    name = sampler if sampler == "rjmcmc" else f"alloc h={heats}"
+    return {"sampler": name, "n": data.n_rows, "patterns": data.n_patterns,
+            "compile_s": first - run, "run_s": run,
             "sweeps": sweeps, "sweeps_per_s": sweeps / run, "ess_k": ess_k,
             "ess_k_per_s": ess_k / run,
             "posterior_k": {k: p for k, p in result.posterior_k.items() if p > 0},
@@ -96,29 +110,45 @@ def main(argv=None) -> None:
                                                                  "(default 500)")
     parser.add_argument("--thin", type=int, default=1, help="keep every THIN-th sweep")
     parser.add_argument("--seed", type=int, default=0, help="data and sampler seed")
+    parser.add_argument("--sampler", choices=["rjmcmc", "allocation", "both"], default="both")
+    parser.add_argument("--heats", type=int, nargs="+", default=[4],
+                        help="tempered replicas per chain of the allocation sampler (default 4)")
+    parser.add_argument("--max-classes", type=int, default=MAX_CLASSES)
+    parser.add_argument("--data", help="a CSV file to time instead of the simulated sets")
     args = parser.parse_args(argv)
     sizes = args.sizes or ([1000] if args.quick else [1000, 10_000])
+    sets = ([lcb.Dataset.from_csv(args.data)] if args.data
+            else [simulated(n, args.seed) for n in sizes])
+    samplers = [("rjmcmc", 0)] if args.sampler != "allocation" else []
+    if args.sampler != "rjmcmc":
+        samplers += [("allocation", h) for h in args.heats]
     draws = args.draws or (200 if args.quick else 2000)
     warmup = args.warmup if args.warmup is not None else (100 if args.quick else 500)
 
     print(f"lcbayes {lcb.__version__}, JAX {jax.__version__} on {jax.default_backend()} "
           f"({platform.processor() or platform.machine()}, {os.cpu_count()} CPUs)")
-    print(f"rjmcmc: 8 binary items, 3 true classes {SHARES}, max_classes = {MAX_CLASSES}, "
-          f"{CHAINS} chains x {draws} draws after {warmup} warm-up sweeps (thin {args.thin})")
-    header = (f"{'N':>6} {'patterns':>8} {'compile s':>9} {'run s':>7} {'sweeps/s':>9} "
-              f"{'ESS(k)':>7} {'ESS(k)/s':>9}")
+    what = (args.data if args.data
+            else f"8 binary items, 3 true classes {SHARES}")
+    print(f"{what}: max_classes = {args.max_classes}, {CHAINS} chains x {draws} draws after "
+          f"{warmup} warm-up sweeps (thin {args.thin})")
+    header = (f"{'sampler':<12} {'N':>6} {'patterns':>8} {'compile s':>9} {'run s':>7} "
+              f"{'sweeps/s':>9} {'ESS(k)':>7} {'ESS(k)/s':>9}")
     print(header)
     results = []
-    for n in sizes:
-        r = bench(n, draws, warmup, args.thin, args.seed)
-        results.append(r)
-        print(f"{r['n']:>6} {r['patterns']:>8} {r['compile_s']:>9.1f} {r['run_s']:>7.2f} "
-              f"{r['sweeps_per_s']:>9.0f} {r['ess_k']:>7.1f} {r['ess_k_per_s']:>9.2f}")
+    for data in sets:
+        for sampler, heats in samplers:
+            r = bench(data, sampler, heats, args.max_classes, draws, warmup, args.thin,
+                      args.seed)
+            results.append(r)
+            print(f"{r['sampler']:<12} {r['n']:>6} {r['patterns']:>8} {r['compile_s']:>9.1f} "
+                  f"{r['run_s']:>7.2f} {r['sweeps_per_s']:>9.0f} {r['ess_k']:>7.1f} "
+                  f"{r['ess_k_per_s']:>9.2f}", flush=True)
     print("\nposterior of K (second run) and acceptance rates per move type:")
     for r in results:
         post = ", ".join(f"{k}: {p:.3f}" for k, p in r["posterior_k"].items())
-        acc = ", ".join(f"{m} {a:.4f}" for m, a in r["acceptance"].items())
-        print(f"  N = {r['n']}: p(K | y) {post}; acceptance {acc}")
+        acc = ", ".join(f"{m} {'-' if a is None else f'{a:.4f}'}"
+                        for m, a in r["acceptance"].items())
+        print(f"  {r['sampler']}, N = {r['n']}: p(K | y) {post}; acceptance {acc}")
 
 
 if __name__ == "__main__":
