@@ -1,5 +1,10 @@
 """Learning the hidden tree of an HLC model (EAST): the operators with parameter reuse, local
-EM, the search, its result and the command line."""
+EM, the search, its result and the command line.
+
+The tests that run a whole search (recovery, the latent class bound, same seed, output, the
+bottom-up build) are marked slow: a search compiles some 90 small programs (the latent class
+search it runs as a bound, the local EMs, the full EM of each new tree); run them with
+``pytest tests/test_learn_tree.py -m slow``."""
 
 from __future__ import annotations
 
@@ -212,6 +217,7 @@ def learned(data):
     return lcb.learn_tree(data, seed=0)
 
 
+@pytest.mark.slow
 def test_the_search_recovers_the_generating_tree(learned, data):
     assert same_tree(learned.structure, _truth())
     assert learned.method == "east" and learned.structure.kind == "hlc"
@@ -224,11 +230,13 @@ def test_the_search_recovers_the_generating_tree(learned, data):
     assert fit.loglik == pytest.approx(learned.fit.loglik, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_the_tree_never_scores_below_the_best_latent_class_model(learned, data):
     classes = lcb.learn_classes(data, seed=0)
     assert learned.score >= classes.score - 1e-6
 
 
+@pytest.mark.slow
 def test_same_seed_same_result(learned, data):
     again = lcb.learn_tree(data, seed=0)
     a, b = (r.to_frame().drop(columns="seconds") for r in (learned, again))
@@ -237,6 +245,7 @@ def test_same_seed_same_result(learned, data):
     assert again.structure == learned.structure
 
 
+@pytest.mark.slow
 def test_result_output(learned, tmp_path):
     text = learned.summary()
     assert "east" in text and tree_text(learned.structure) in text
