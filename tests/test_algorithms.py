@@ -387,3 +387,10 @@ def test_vmapped_restarts_give_the_restarts_run_one_by_one(carcinoma):
         side = lcb.em(s, carcinoma, restarts=3, seed=6, algorithm=algorithm, batch_size=3)
         np.testing.assert_allclose(side.restart_logliks, one.restart_logliks, atol=1e-8)
         np.testing.assert_array_equal(side.restart_n_iter, one.restart_n_iter)
+
+
+def test_two_stage_restarts_run_any_algorithm(carcinoma):
+    s = lcb.latent_class(carcinoma, 2)
+    fit = lcb.em(s, carcinoma, restarts=4, seed=7, keep=2, burn_in=3, algorithm="gcg")
+    assert fit.restart_kept.sum() == 2
+    assert fit.loglik == pytest.approx(-317.2568, abs=1e-3)

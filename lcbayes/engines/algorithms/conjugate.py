@@ -17,11 +17,12 @@ feasible steps, in the traditional basis with every row's last state eliminated 
 The direction is reset to the (generalised) gradient every ``dim Theta`` steps and whenever it
 is not an ascent direction. A line search that finds no increase is replaced by an EM step
 (ours: it keeps both methods monotone, the thesis does not say what it did), so the objective
-never decreases. Entries at the boundary that a direction pushes out stay there
-(:meth:`.problem.Problem.inward`; ML estimates of latent class models often have zeros, where
-the largest feasible step is 0). ``State.mapped`` holds ``M(theta)`` at every point: GCG's
-generalised gradient and the EM step of the first phase and of the fallback, one E step per
-iteration.
+never decreases, and a step cut short by the boundary (past half the largest feasible step)
+never ends the run, however small its gain. Entries at the boundary that a direction pushes
+out stay there (:meth:`.problem.Problem.inward`; ML estimates of latent class models often
+have zeros, where the largest feasible step is 0). ``State.mapped`` holds ``M(theta)`` at
+every point: GCG's generalised gradient and the EM step of the first phase and of the
+fallback, one E step per iteration.
 The objective may include the MAP prior term; the line search needs whole rows free (no class
 padding).
 """
@@ -97,13 +98,14 @@ def build(problem: Problem, method: str, tol_total, max_iter: int) -> Kernel:
 
     def search(state: State):
         delta = problem.inward(state.x, problem.expand(state.direction))
-        a, value, n = golden_section(lambda a: problem.objective(state.x + a * delta),
-                                     problem.max_step(state.x, delta))
-        return problem.hold(state.x + a * delta), value, n
+        upper = problem.max_step(state.x, delta)
+        a, value, n = golden_section(lambda a: problem.objective(state.x + a * delta), upper)
+        return problem.hold(state.x + a * delta), value, n, a > 0.5 * upper
 
     def step(state: State) -> State:
-        trial, trial_value, n = jax.lax.cond(
-            state.switched, search, lambda s: (s.x, jnp.asarray(-jnp.inf), jnp.array(0)), state)
+        trial, trial_value, n, cut = jax.lax.cond(
+            state.switched, search,
+            lambda s: (s.x, jnp.asarray(-jnp.inf), jnp.array(0), jnp.array(False)), state)
         accept = state.switched & (trial_value > state.value)
         x = jnp.where(accept, trial, state.mapped)
         value, mapped, g = at(x)
@@ -121,7 +123,8 @@ def build(problem: Problem, method: str, tol_total, max_iter: int) -> Kernel:
             | (conjugate @ g <= 0)
         direction = jnp.where(fresh, base, conjugate)
         switched = state.switched | (2.0 * (value - state.value) < 1.0)
-        return record(state, state.value, converged(state.value, value, tol_total), x=x,
+        done = converged(state.value, value, tol_total) & ~(accept & cut)
+        return record(state, state.value, done, x=x,
                       value=value, mapped=mapped, gradient=g, direction=direction,
                       scale=direction @ g, count=jnp.where(fresh, 0, count), switched=switched,
                       evaluations=state.evaluations + n)
