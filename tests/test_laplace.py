@@ -126,6 +126,8 @@ def test_variants_come_from_one_hessian_and_block_lies_between(carcinoma):
     # lowers its determinant, so the evidence estimates fall as more is dropped
     assert full.by_variant["full"] >= full.by_variant["block"] >= full.by_variant["diagonal"]
     assert full.log_alias == pytest.approx(math.log(6))
+    bare = lcb.laplace(structure, carcinoma, alias=False, fit=full.fit)
+    assert bare.log_evidence == pytest.approx(full.log_evidence - math.log(6))
 
 
 def test_duplicated_classes_warn_that_a_is_not_positive_definite_and_adjust_the_aliases():
