@@ -277,7 +277,7 @@ def test_compare_prints_a_readable_table(capsys, tmp_path):
         (["--classes", "5-1"], "runs backwards"),
         (["--classes", "a-3"], "bad --classes"),
         (["--classes", "0-2"], ">= 1"),
-        (["--classes", "1-3", "--methods", "bic,laplace"], "valid methods are"),
+        (["--classes", "1-3", "--methods", "bic,laplacian"], "valid methods are"),
         (["--classes", "1-3", "--columns", "X1,Q"], "unknown column"),
         ([], "--classes"),
     ],
