@@ -265,6 +265,12 @@ def test_cli_learn_tree_json(data, tmp_path, capsys):
     spec = json.loads(capsys.readouterr().out)
     assert spec["best"]["structure"]["kind"] == "hlc" and spec["method"] == "east"
     assert len(spec["cardinalities"]) == 1
+    assert spec["path"][-1]["operation"] == "latent_class" and spec["settings"]["lc_bound"]
+    assert main(["learn", str(csv), "--tree=east", "--json", "--no-lc-bound"]) == 0
+    spec = json.loads(capsys.readouterr().out)
+    assert not spec["settings"]["lc_bound"] and spec["settings"]["lc_seconds"] is None
+    assert "latent_class" not in {m["operation"] for m in spec["path"]}
+    assert len(spec["cardinalities"]) == 2                  # the generating tree's two nodes
 
 
 def test_cli_learn_tree_errors(data, tmp_path, capsys):

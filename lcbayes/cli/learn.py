@@ -40,6 +40,9 @@ def add_parser(sub) -> None:
                           "east (expand-adjust-simplify search), hlta (bottom-up build for "
                           "many items) or auto (the default: hlta from 20 items on); write "
                           "it after DATA.csv or as --tree=METHOD")
+    cmd.add_argument("--no-lc-bound", action="store_true",
+                     help="with --tree: skip the latent class search that bounds the tree's "
+                          "score from below (much faster for many items)")
     cmd.add_argument("--max-hidden", type=int, default=None,
                      help="with --tree: never have more hidden nodes than this")
     cmd.add_argument("--score", default=default(learn_classes, "score"),
@@ -88,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--tree learns the tree; leave out --skeleton and --classes")
         result = learn_tree(data, score=args.score, seed=args.seed, time_limit=args.time_limit,
                             max_hidden=args.max_hidden, method=args.tree,
-                            progress=not args.json)
+                            lc_bound=not args.no_lc_bound, progress=not args.json)
     elif args.skeleton is None:
         result = learn_classes(data, classes=args.classes, max_classes=args.max_classes,
                                **common)
