@@ -67,7 +67,7 @@ from .tree_operators import (
 )
 from .trees import TreeModel, random_tree
 
-__all__ = ["AUTO_ITEMS", "PHASES", "TREE_METHODS", "learn_tree"]
+__all__ = ["AUTO_ITEMS", "PHASES", "TREE_METHODS", "candidates", "learn_tree"]
 
 #: The operations of each phase of EAST.
 PHASES = {"expand": ("add_node", "add_state"), "adjust": ("relocate",),
