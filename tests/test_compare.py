@@ -237,7 +237,7 @@ def test_bad_input_is_refused_with_a_clear_message(two_class, uniform):
     with pytest.raises(lcb.LcbayesError, match="candidates is empty"):
         lcb.compare(two_class, [])
     with pytest.raises(lcb.LcbayesError, match=r"valid methods are bic, bic_e.*ais"):
-        lcb.compare(two_class, classes=[1], methods=["bic", "laplace"])
+        lcb.compare(two_class, classes=[1], methods=["bic", "laplacian"])
     with pytest.raises(lcb.LcbayesError, match="same structure"):
         lcb.compare(two_class, [lc2, lcb.latent_class(two_class, 2)])
     other = lcb.Dataset.from_codes(np.array([[0, 1], [1, 0]]), columns=["X1", "Z"])
