@@ -122,6 +122,8 @@ class LearnResult:
         """A short printout: the best model, how the search got there."""
         accepted = [m for m in self.path if m.accepted]
         route = " -> ".join(m.hidden for m in accepted)
+        if len(route) > 200:  # a tree search's trees: the first and the last
+            route = f"{accepted[0].hidden} -> ... -> {accepted[-1].hidden}"
         if self.structure.kind == "latent_class":
             best = plural(self.n_classes, "class", "classes")
         else:
