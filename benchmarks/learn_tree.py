@@ -25,6 +25,11 @@ its defaults (``method="auto"``: the bottom-up build), its time (the latent clas
 guards it included and reported apart), recovery and BIC gap as above; then the same without
 that latent class search (``lc_bound=False``).
 
+Part 3 (``real``): ``learn_tree`` (BIC, seed 0) on shared data sets beside the project
+(``../shared/data``): carcinoma (7 pathologists' binary ratings) and election (the 12 candidate
+ratings, 4 categories, with missing values): the learned tree and its BIC against the best
+latent class model of ``learn_classes`` (the bound).
+
 Every part's numbers are kept in ``hlc-structure-search.json`` in ``--out``, and
 ``hlc-structure-search.md`` is written from all parts found there.
 """
@@ -43,6 +48,9 @@ import lcbayes as lcb
 from lcbayes.learn.tree_drawing import bracket, robinson_foulds, same_tree
 
 REPORT = "hlc-structure-search.md"
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+#: Real data sets: file and the number of leading columns used.
+REAL = {"carcinoma": ("carcinoma.csv", 7), "election": ("election.csv", 12)}
 NUMBERS = "hlc-structure-search.json"
 
 
@@ -133,6 +141,26 @@ def run_many(n_items: int, rows: int, seed: int, lc_bound: bool) -> dict:
     return row
 
 
+def run_real() -> list[dict]:
+    """Part 3 (module docstring)."""
+    import pandas as pd
+
+    out = []
+    for name, (file, n_columns) in REAL.items():
+        frame = pd.read_csv(SHARED / file)
+        data = lcb.Dataset.from_pandas(frame[list(frame.columns)[:n_columns]])
+        started = time.perf_counter()
+        res = lcb.learn_tree(data, seed=0)
+        lc = next(m for m in res.path if m.operation == "latent_class")
+        row = {"data": name, "items": n_columns, "rows": data.n_rows,
+               "learned": bracket(res.structure), "bic": res.fit.bic, "lc_bic": lc.score,
+               "lc_classes": res.settings["lc_classes"], "seconds": time.perf_counter() - started}
+        print(f"{name}: BIC {row['bic']:.2f} (latent class {row['lc_bic']:.2f}), "
+              f"{row['seconds']:.1f} s\n  {row['learned']}", flush=True)
+        out.append(row)
+    return out
+
+
 def report(parts: dict) -> str:
     lines = ["# HLC structure search (`lcb.learn_tree`)", "",
              f"lcbayes {lcb.__version__}, {platform.machine()}, Python "
@@ -173,12 +201,20 @@ def report(parts: dict) -> str:
         r = parts["many"]["rows"][-1]
         lines += ["", f"Generating tree: `{r['truth']}`", "", f"Learned tree: `{r['learned']}`",
                   ""]
+    if "real" in parts:
+        lines += ["## Real data", "", f"`{parts['real']['command']}`", "",
+                  "| data | items | rows | BIC of the tree | BIC of the best latent class model "
+                  "(classes) | seconds | learned tree |", "|---|---:|---:|---:|---:|---:|---|"]
+        lines += [f"| {r['data']} | {r['items']} | {r['rows']} | {r['bic']:.2f} | "
+                  f"{r['lc_bic']:.2f} ({r['lc_classes']}) | {r['seconds']:.1f} | "
+                  f"`{r['learned']}` |" for r in parts["real"]["rows"]]
+        lines.append("")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("all", "recovery", "many"), default="all")
+    parser.add_argument("--part", choices=("all", "recovery", "many", "real"), default="all")
     parser.add_argument("--models", type=int, default=10)
     parser.add_argument("--rows", type=int, default=5000)
     parser.add_argument("--leaves", type=int, default=8)
@@ -203,6 +239,9 @@ def main() -> None:
                        f"{args.many_items} --many-rows {args.many_rows} --seed {args.seed}",
             "rows": [run_many(args.many_items, args.many_rows, args.seed, bound)
                      for bound in (True, False)]}
+    if args.part in ("all", "real"):
+        parts["real"] = {"command": "python benchmarks/learn_tree.py --part real",
+                         "rows": run_real()}
     text = report(parts)
     if numbers is None:
         print(text)
