@@ -60,11 +60,17 @@ PARTS = {
                           ("whiley-estimation.md",)),
     "whiley-model-choice": ([str(REPO / "benchmarks" / "whiley_model_choice.py")],
                             ("whiley-model-choice.md",)),
+    "whiley-prior-sensitivity": ([str(REPO / "benchmarks" / "whiley_prior_sensitivity.py")],
+                                 ("whiley-prior-sensitivity.md",
+                                  "whiley-prior-sensitivity-fig.png")),
 }
 #: The parts ``--quick`` leaves out (minutes each).
-LONG_PARTS = ("beal", "learn", "whiley-estimation", "whiley-model-choice")
+LONG_PARTS = ("beal", "learn", "whiley-estimation", "whiley-model-choice",
+              "whiley-prior-sensitivity")
 #: Timings in the reports, per file: (pattern, replacement) applied before comparing.
 TIMINGS = {
+    "whiley-prior-sensitivity.md": ((re.compile(r"^\*\*Wall time\*\*:.*$", re.M),
+                                     "**Wall time**: (masked)"),),
     "whiley-estimation.md": ((re.compile(r"^\*\*Wall time\*\*:.*$", re.M),
                               "**Wall time**: (masked)"),),
     "whiley-model-choice.md": (
