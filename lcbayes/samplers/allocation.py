@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import json
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -89,9 +88,8 @@ from .allocation_moves import (
 )
 from .gibbs import LCData, LCPrior, LCState, draw_dirichlets, lc_data, log_joint_parts
 from .idata import lc_inference_data
-from .kmixing import KMixingWarning
 from .loops import kept_counts, sweeps
-from .results import RJMCMCResult
+from .results import RJMCMCResult, finish_k_run
 from .rjmcmc import class_name, exchangeable_prior, prior_k_probabilities
 
 __all__ = ["EJECTION_SHAPE", "MOVES", "AllocationResult", "allocation_prior", "allocation_sampler",
@@ -274,8 +272,4 @@ def allocation_sampler(data, *, max_classes: int = 10, draws: int = 5_000, warmu
                "acceptance_json": json.dumps(acceptance)})
     result = AllocationResult(idata=idata, structure=structure, settings=settings,
                               seconds=time.perf_counter() - start)
-    idata.posterior.attrs["posterior_k_json"] = json.dumps(result.posterior_k)
-    idata.posterior.attrs["seconds"] = result.seconds
-    if warning := result.mixing_warning():
-        warnings.warn(warning, KMixingWarning, stacklevel=2)
-    return result
+    return finish_k_run(result)

@@ -26,6 +26,7 @@ Example::
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -48,8 +49,16 @@ from .relabelling import METHODS, allocation_probabilities, relabel
 if TYPE_CHECKING:
     import arviz as az
 
-__all__ = ["MAX_SUGGESTED_DRAWS", "GibbsResult", "KMixing", "KMixingWarning", "RJMCMCResult",
-           "SamplerResult", "k_mixing"]
+__all__ = [
+    "MAX_SUGGESTED_DRAWS",
+    "GibbsResult",
+    "KMixing",
+    "KMixingWarning",
+    "RJMCMCResult",
+    "SamplerResult",
+    "finish_k_run",
+    "k_mixing",
+]
 
 #: Draws whose membership probabilities are computed at once in :meth:`predict_proba`.
 _DRAW_CHUNK = 2048
@@ -281,3 +290,14 @@ class RJMCMCResult(SamplerResult):
             f"{m} {'never proposed' if a is None else f'{a:.4f}'}"
             for m, a in self.acceptance.items()))
         return "\n".join(lines)
+
+
+def finish_k_run(result: RJMCMCResult) -> RJMCMCResult:
+    """``result`` (of :func:`lcbayes.rjmcmc` or :func:`lcbayes.allocation_sampler`) with
+    ``p(K | y)`` and the seconds recorded in its draws' attributes, after one
+    :class:`KMixingWarning` if ``k`` did not mix (raised at the sampler's caller)."""
+    result.idata.posterior.attrs["posterior_k_json"] = json.dumps(result.posterior_k)
+    result.idata.posterior.attrs["seconds"] = result.seconds
+    if warning := result.mixing_warning():
+        warnings.warn(warning, KMixingWarning, stacklevel=3)
+    return result

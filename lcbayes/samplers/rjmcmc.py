@@ -77,7 +77,6 @@ from __future__ import annotations
 
 import json
 import time
-import warnings
 from collections.abc import Callable
 from functools import partial
 
@@ -109,7 +108,7 @@ from .gibbs import (
 )
 from .idata import as_inference_data, k_shares, lc_inference_data
 from .loops import kept_counts, sweeps
-from .results import KMixingWarning, RJMCMCResult
+from .results import RJMCMCResult, finish_k_run
 from .rjmcmc_moves import Hyper, log_prior_k, sweep
 
 __all__ = ["MOVES", "RJMCMCResult", "class_name", "exchangeable_prior", "posterior_k",
@@ -259,11 +258,7 @@ def rjmcmc(data, *, max_classes: int = 10, draws: int = 10_000, warmup: int = 2_
                "acceptance_json": json.dumps(acceptance)})
     result = RJMCMCResult(idata=idata, structure=structure, settings=settings,
                           seconds=time.perf_counter() - start)
-    idata.posterior.attrs["posterior_k_json"] = json.dumps(result.posterior_k)
-    idata.posterior.attrs["seconds"] = result.seconds
-    if warning := result.mixing_warning():
-        warnings.warn(warning, KMixingWarning, stacklevel=2)
-    return result
+    return finish_k_run(result)
 
 
 def posterior_k(draws) -> dict[int, float]:
