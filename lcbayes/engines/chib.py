@@ -53,7 +53,7 @@ from jax.scipy.special import gammaln, logsumexp
 
 from ..errors import ArgumentError
 from ..params import PriorSpec, dirichlet_log_density, proper_prior_tables, to_tables
-from ..samplers.gibbs import LCData, LCPrior, allocation_counts, gibbs_sweep, init_state, lc_data
+from ..samplers.gibbs import LCData, LCPrior, allocation_counts, init_state, keyed_sweep, lc_data
 from ..samplers.loops import kept_counts, sweeps
 from ..structure import Structure
 from ..validation import Seed, check_int, fit_data, prng_key, seed_record
@@ -146,9 +146,7 @@ def _run(draws: int, data: LCData, prior: LCPrior, keys, warmup, thin, log_w_sta
     slots = prior.delta.shape[0]
 
     def step(key, state):
-        k_gamma, k_rows = jax.random.split(key)
-        return gibbs_sweep(k_gamma, jax.random.uniform(k_rows, data.rows.shape), data, prior,
-                           state)[0]
+        return keyed_sweep(key, data, prior, state)
 
     def chain(key):
         def body(state, i):

@@ -58,7 +58,8 @@ from .loops import kept_counts, padded_size, sweeps
 from .network_gibbs import check_network, network_gibbs
 from .results import GibbsResult
 
-__all__ = ["GibbsResult", "LCData", "LCPrior", "LCState", "gibbs", "gibbs_sweep", "lc_data"]
+__all__ = ["GibbsResult", "LCData", "LCPrior", "LCState", "gibbs", "gibbs_sweep", "keyed_sweep",
+           "lc_data"]
 
 #: Smallest padded pattern and row axes (:func:`lc_data`): small data sets share one program.
 MIN_PATTERNS, MIN_ROWS = 16, 64
@@ -197,6 +198,14 @@ def gibbs_sweep(key, u_rows: jax.Array, data: LCData, prior: LCPrior, state: LCS
     return LCState(state.k, log_weights, log_theta, z), spare_table
 
 
+def keyed_sweep(key, data: LCData, prior: LCPrior, state: LCState) -> LCState:
+    """One :func:`gibbs_sweep` from one key (split into its Dirichlet draws and the rows'
+    uniforms)."""
+    k_gamma, k_rows = jax.random.split(key)
+    return gibbs_sweep(k_gamma, jax.random.uniform(k_rows, data.rows.shape), data, prior,
+                       state)[0]
+
+
 def log_joint_parts(data: LCData, prior: LCPrior, state: LCState) -> tuple[jax.Array, jax.Array]:
     """``(ln p(y | pi, theta), ln Dir(pi | delta) + sum_jk ln Dir(theta_jk | lambda_jk))`` on
     the active slots; the likelihood sums the classes out, missing values are factors of one."""
@@ -221,9 +230,7 @@ def _run(draws: int, data: LCData, prior: LCPrior, keys, warmup, thin):
     slots = prior.delta.shape[0]
 
     def step(key, state):
-        k_gamma, k_rows = jax.random.split(key)
-        return gibbs_sweep(k_gamma, jax.random.uniform(k_rows, data.rows.shape), data, prior,
-                           state)[0]
+        return keyed_sweep(key, data, prior, state)
 
     def chain(key):
         def body(state, i):
