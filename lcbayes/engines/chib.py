@@ -53,8 +53,7 @@ from jax.scipy.special import gammaln, logsumexp
 
 from ..errors import ArgumentError
 from ..params import PriorSpec, dirichlet_log_density, proper_prior_tables, to_tables
-from ..samplers.gibbs import LCData, LCPrior, allocation_counts, init_state, keyed_sweep, lc_data
-from ..samplers.loops import kept_counts, sweeps
+from ..samplers.gibbs import LCData, LCPrior, allocation_counts, lc_data, scan_chains
 from ..structure import Structure
 from ..validation import Seed, check_int, fit_data, prng_key, seed_record
 from .em import em
@@ -143,20 +142,8 @@ def _log_ordinates(data: LCData, prior: LCPrior, z, log_w_star, log_theta_star, 
 def _run(draws: int, data: LCData, prior: LCPrior, keys, warmup, thin, log_w_star,
          log_theta_star, perms):
     """``(chains, draws, P)`` log ordinates of every relabelling at every kept draw."""
-    slots = prior.delta.shape[0]
-
-    def step(key, state):
-        return keyed_sweep(key, data, prior, state)
-
-    def chain(key):
-        def body(state, i):
-            state = sweeps(kept_counts(i, warmup, thin), step, state, jax.random.fold_in(key, i))
-            return state, _log_ordinates(data, prior, state.z, log_w_star, log_theta_star,
-                                         perms)
-
-        return jax.lax.scan(body, init_state(data, slots, slots), jnp.arange(draws))[1]
-
-    return jax.vmap(chain)(keys)
+    return scan_chains(draws, data, prior, keys, warmup, thin, lambda state: _log_ordinates(
+        data, prior, state.z, log_w_star, log_theta_star, perms))
 
 
 def _batch_means(values: np.ndarray, batches: int) -> tuple[float, float]:

@@ -38,8 +38,9 @@ Example::
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -59,7 +60,7 @@ from .network_gibbs import check_network, network_gibbs
 from .results import GibbsResult
 
 __all__ = ["GibbsResult", "LCData", "LCPrior", "LCState", "gibbs", "gibbs_sweep", "keyed_sweep",
-           "lc_data"]
+           "lc_data", "scan_chains"]
 
 #: Smallest padded pattern and row axes (:func:`lc_data`): small data sets share one program.
 MIN_PATTERNS, MIN_ROWS = 16, 64
@@ -223,10 +224,11 @@ def log_joint_parts(data: LCData, prior: LCPrior, state: LCState) -> tuple[jax.A
     return loglik, weights + jnp.sum(jnp.where(active[:, None], rows, 0.0))
 
 
-@partial(jax.jit, static_argnums=0)
-def _run(draws: int, data: LCData, prior: LCPrior, keys, warmup, thin):
-    """``draws`` kept states of every chain (one per key): one ``lax.scan`` over the draws,
-    each running :func:`kept_counts` sweeps, so the sweep is compiled once."""
+def scan_chains(draws: int, data: LCData, prior: LCPrior, keys, warmup, thin,
+                record: Callable[[LCState], Any]):
+    """Every chain (one per key, vmapped) from :func:`init_state`: one ``lax.scan`` over the
+    ``draws`` kept states, each after :func:`kept_counts` sweeps (so the sweep is compiled
+    once), stacking ``record(state)`` of every kept state. Traceable (the callers jit it)."""
     slots = prior.delta.shape[0]
 
     def step(key, state):
@@ -235,12 +237,21 @@ def _run(draws: int, data: LCData, prior: LCPrior, keys, warmup, thin):
     def chain(key):
         def body(state, i):
             state = sweeps(kept_counts(i, warmup, thin), step, state, jax.random.fold_in(key, i))
-            loglik, log_prior = log_joint_parts(data, prior, state)
-            return state, (state.log_weights, state.log_theta, loglik, loglik + log_prior)
+            return state, record(state)
 
         return jax.lax.scan(body, init_state(data, slots, slots), jnp.arange(draws))[1]
 
     return jax.vmap(chain)(keys)
+
+
+@partial(jax.jit, static_argnums=0)
+def _run(draws: int, data: LCData, prior: LCPrior, keys, warmup, thin):
+    """Weights, tables, log-likelihood and log joint of every kept state of every chain."""
+    def record(state):
+        loglik, log_prior = log_joint_parts(data, prior, state)
+        return state.log_weights, state.log_theta, loglik, loglik + log_prior
+
+    return scan_chains(draws, data, prior, keys, warmup, thin, record)
 
 
 def gibbs(structure: Structure, data, *, draws: int = 1000, warmup: int = 500,
