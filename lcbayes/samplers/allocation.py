@@ -90,7 +90,7 @@ from .gibbs import LCData, LCPrior, LCState, draw_dirichlets, lc_data, log_joint
 from .idata import lc_inference_data
 from .loops import kept_counts, sweeps
 from .results import RJMCMCResult, finish_k_run
-from .rjmcmc import class_name, exchangeable_prior, prior_k_probabilities
+from .rjmcmc import class_name, exchangeable_prior, prior_k_probabilities, run_counts
 
 __all__ = ["EJECTION_SHAPE", "MOVES", "AllocationResult", "allocation_prior", "allocation_sampler",
            "heat_ladder", "run_chains"]
@@ -240,9 +240,7 @@ def allocation_sampler(data, *, max_classes: int = 10, draws: int = 5_000, warmu
     start = time.perf_counter()
     data = as_dataset(data)
     seed = check_seed(seed)
-    counts = {"max_classes": check_int(max_classes, "max_classes", 2),
-              "draws": check_int(draws, "draws", 1), "warmup": check_int(warmup, "warmup", 0),
-              "chains": check_int(chains, "chains", 1), "thin": check_int(thin, "thin", 1)}
+    counts = run_counts(max_classes, draws, warmup, chains, thin)
     ladder = heat_ladder(heats)
     slots = counts["max_classes"]
     p_k = prior_k_probabilities(prior_k, slots)

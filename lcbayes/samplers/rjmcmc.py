@@ -112,7 +112,7 @@ from .results import RJMCMCResult, finish_k_run
 from .rjmcmc_moves import Hyper, log_prior_k, sweep
 
 __all__ = ["MOVES", "RJMCMCResult", "class_name", "exchangeable_prior", "posterior_k",
-           "prior_k_probabilities", "rjmcmc"]
+           "prior_k_probabilities", "rjmcmc", "run_counts"]
 
 #: Move types, in the order of the ``proposed`` / ``accepted`` sample statistics.
 MOVES = ("split", "merge", "birth", "death")
@@ -186,6 +186,14 @@ def exchangeable_prior(data: Dataset, name: str, prior: PriorSpec, p_k: np.ndarr
                   jnp.asarray(lam), jnp.asarray(log_norm))
 
 
+def run_counts(max_classes, draws, warmup, chains, thin) -> dict[str, int]:
+    """The checked counts of a sampler over K (:func:`rjmcmc`, the allocation sampler), as
+    recorded in its draws' attributes."""
+    return {"max_classes": check_int(max_classes, "max_classes", 2),
+            "draws": check_int(draws, "draws", 1), "warmup": check_int(warmup, "warmup", 0),
+            "chains": check_int(chains, "chains", 1), "thin": check_int(thin, "thin", 1)}
+
+
 def rjmcmc(data, *, max_classes: int = 10, draws: int = 10_000, warmup: int = 2_000,
            chains: int = 4, prior_k: str | np.ndarray | Callable[[int], float] = "uniform",
            seed: Seed = 0, prior: PriorSpec = "dirichlet", thin: int = 1) -> RJMCMCResult:
@@ -228,9 +236,7 @@ def rjmcmc(data, *, max_classes: int = 10, draws: int = 10_000, warmup: int = 2_
     start = time.perf_counter()
     data = as_dataset(data)
     seed = check_seed(seed)
-    counts = {"max_classes": check_int(max_classes, "max_classes", 2),
-              "draws": check_int(draws, "draws", 1), "warmup": check_int(warmup, "warmup", 0),
-              "chains": check_int(chains, "chains", 1), "thin": check_int(thin, "thin", 1)}
+    counts = run_counts(max_classes, draws, warmup, chains, thin)
     slots = counts["max_classes"]
     p_k = prior_k_probabilities(prior_k, slots)
     lc = lc_data(data)
