@@ -1,0 +1,1 @@
+"""Streaming data and engines: data bounded by disk, not memory."""
