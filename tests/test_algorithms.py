@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 
 import lcbayes as lcb
-from lcbayes.engines.algorithms import ALGORITHMS, annealed, conjugate, helmbold
+from lcbayes.engines.algorithms import (
+    ALGORITHMS,
+    DEFAULT_ETA,
+    annealed,
+    conjugate,
+    helmbold,
+    runner,
+)
 from lcbayes.engines.algorithms.flops import flops
 from lcbayes.engines.algorithms.problem import Problem
 from lcbayes.errors import ArgumentError
@@ -25,17 +32,18 @@ from .conftest import shared_csv
 #: the EM fallback.
 MONOTONE = ("em", "squarem", "iem", "cg", "gcg")
 
-#: Learning rates that converge on each data set (the thesis tuned his per run, too).
+#: Fixed learning rates that converge on each data set (the thesis tuned his per run, too);
+#: the others run at the default adaptive rate.
 ETA = {"gss82": {"gp": 0.03, "acg_phi": 3.0, "em_eta": 1.9, "eg": 2.0},
        "icu": {"gp": 0.03}, "carcinoma": {}}
 
-#: Known limitations (reported, not hidden): in the softmax basis a boundary optimum (a zero
+#: Known limitations (reported, not hidden). In the softmax basis a boundary optimum (a zero
 #: probability, as carcinoma's and ICU's ML estimates have) lies at infinity and the gradient
-#: vanishes there, so acg_phi creeps towards it; acg_theta_chi's chi-squared step length shrinks
-#: with the smallest probability and stalls (with the objective changing by less than tol) once
-#: an estimate nears 0, on all three data sets.
-UNREACHED = {"carcinoma": ("acg_phi", "acg_theta_chi"), "icu": ("acg_phi", "acg_theta_chi"),
-             "gss82": ("acg_theta_chi",)}
+#: vanishes there, so acg_phi creeps towards it even at the adaptive rate. acg_theta_chi's step
+#: length divides by every probability while its direction is the Euclidean gradient, so an
+#: estimate near 0 stops the steps; the adaptive rate carries it to carcinoma's and ICU's optima
+#: but on gss82 it stalls 9 nats short (the fixed rate stalled on all three).
+UNREACHED = {"carcinoma": ("acg_phi",), "icu": ("acg_phi",), "gss82": ("acg_theta_chi",)}
 
 ICU_ONES = {"sex": "Female", "service": "Surgical", "admit": "Emergency", "po2": "<=60",
             "ph": "<7.25", "pco": ">45", "bic": "<18", "creatin": ">2"}
@@ -85,7 +93,7 @@ def _check_same_optimum(name, algorithm):
     reference = fit("em")
     assert fit(algorithm).algorithm == algorithm
     assert fit(algorithm).loglik == pytest.approx(reference.loglik, abs=1e-6)
-    if algorithm in MONOTONE:
+    if algorithm in MONOTONE or (algorithm in DEFAULT_ETA and algorithm not in ETA[name]):
         history = fit(algorithm).history
         assert np.diff(history).min() >= -1e-9 * abs(history[-1])
 
@@ -100,6 +108,26 @@ def test_every_algorithm_reaches_the_em_optimum_on_carcinoma(algorithm):
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_every_algorithm_reaches_the_em_optimum_on_gss82_and_icu(name, algorithm):
     _check_same_optimum(name, algorithm)
+
+
+@pytest.mark.parametrize(("algorithm", "eta"), [("gp", 2.0), ("acg_theta", 1.0),
+                                               ("em_eta", 3.0)])
+def test_an_overshooting_rate_is_refused_by_the_adaptive_rule(algorithm, eta, monkeypatch):
+    """The same starting rate, fixed (the thesis's rule) and adaptive (the default,
+    state.learning_step): fixed, it lowers the likelihood and ends far from the optimum;
+    adapted from it, refused steps halve the rate, the history never decreases and EM's optimum
+    is reached."""
+    reference = fits("carcinoma")("em")
+    s, data, start, _ = _FITS["carcinoma", 2]
+    fixed = lcb.em(s, data, init=start, restarts=0, tol=1e-13, max_iter=300,
+                   algorithm=algorithm, eta=eta)
+    assert np.diff(fixed.history).min() < -1.0
+    assert fixed.loglik < reference.loglik - 1.0
+    monkeypatch.setitem(runner.DEFAULT_ETA, algorithm, eta)
+    adaptive = lcb.em(s, data, init=start, restarts=0, tol=1e-13, max_iter=30000,
+                      algorithm=algorithm)
+    assert np.diff(adaptive.history).min() >= -1e-9 * abs(adaptive.history[-1])
+    assert adaptive.loglik == pytest.approx(reference.loglik, abs=1e-6)
 
 
 def test_daem_within_a_temperature_and_iem_per_pass_never_decrease(carcinoma):

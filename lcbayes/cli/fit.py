@@ -77,7 +77,8 @@ def add_parser(sub) -> None:
                           "others are Whiley 1999 ch. 2's: incremental EM, conjugate gradients, "
                           "Helmbold et al.'s, approximate CG, deterministic annealing)")
     fit.add_argument("--eta", type=float, default=None,
-                     help=f"em: learning rate of --algorithm {', '.join(DEFAULT_ETA)}")
+                     help=f"em: fixed learning rate of --algorithm {', '.join(DEFAULT_ETA)} "
+                          "(default: adaptive)")
     fit.add_argument("--seed", type=int, default=default(em, "seed"),
                      help=f"random seed (default {default(em, 'seed')})")
     fit.add_argument("--prior", type=float, default=None,

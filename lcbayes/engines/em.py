@@ -241,8 +241,11 @@ def em(
             (approximate CG), ``"daem"`` (deterministic annealing EM). Each stops when the
             objective changes by less than ``tol`` per row over an iteration. A prior needs
             em, squarem, iem, daem, cg or gcg; ``pad_classes`` em, squarem, iem or daem.
-        eta: the learning rate of em_eta, eg, gp and the acg family (per-observation scale;
-            ``None``: :data:`lcbayes.engines.algorithms.DEFAULT_ETA`).
+        eta: the learning rate of em_eta, eg, gp and the acg family (per-observation scale),
+            fixed as in the thesis; ``None`` (default): adaptive, from
+            :data:`lcbayes.engines.algorithms.DEFAULT_ETA` (a step that lowers the objective is
+            refused and the rate halves, an accepted one grows it by 1.2; the method is then
+            monotone).
         betas: DAEM's inverse temperatures: increasing values in ``(0, 1]`` ending at 1, or a
             number ``beta_min`` for a geometric schedule of 10 from it to 1 (``None``: from 0.5).
         blocks: IEM's number of blocks of data patterns (``None``: at most 100; the number of
@@ -311,7 +314,7 @@ def em(
             return run_algorithm(*args, batch, limit, max_iter, shift, batch_size,
                                  settings.algorithm, settings.eta,
                                  None if settings.betas is None else jnp.asarray(settings.betas),
-                                 settings.blocks, **fold)
+                                 settings.blocks, adaptive=settings.adaptive, **fold)
     runs, kept = run_restarts(run, starts, max_iter, keep, burn_in)
     best = int(np.nanargmax(runs.objective))
     best_tables = [t[best] for t in runs.tables]

@@ -29,15 +29,18 @@ import jax.numpy as jnp
 
 from .helmbold import feasible
 from .problem import Problem
-from .state import Kernel, State, converged, initial_state, record
+from .state import Kernel, State, initial_state, learning_step
 
 __all__ = ["BASES", "build"]
 
 BASES = ("acg_phi", "acg_theta", "acg_theta_chi")
 
 
-def build(problem: Problem, basis: str, eta, tol_total, max_iter: int) -> Kernel:
-    """The kernel of ``basis`` (one of :data:`BASES`) with learning rate ``eta``."""
+def build(problem: Problem, basis: str, eta, tol_total, max_iter: int,
+          adaptive: bool = False) -> Kernel:
+    """The kernel of ``basis`` (one of :data:`BASES`) with learning rate ``eta``, fixed or the
+    start of an adaptive one (:func:`.state.learning_step`: a refused step also resets the
+    direction to the gradient)."""
     phi = basis == "acg_phi"
 
     def at(x):
@@ -51,7 +54,8 @@ def build(problem: Problem, basis: str, eta, tol_total, max_iter: int) -> Kernel
 
     def init(x0) -> State:
         value, g = at(x0)
-        return initial_state(x0, value, max_iter, gradient=g, direction=g, scale=g @ g)
+        return initial_state(x0, value, max_iter, gradient=g, direction=g, scale=g @ g,
+                             rate=jnp.asarray(eta, dtype=jnp.float64))
 
     def step(state: State) -> State:
         x, g, d = state.x, state.gradient, state.direction
@@ -60,7 +64,7 @@ def build(problem: Problem, basis: str, eta, tol_total, max_iter: int) -> Kernel
             metric = (step * step / jnp.where(x > 0, x, jnp.inf)).sum()
         else:
             metric = d @ d
-        alpha = eta * (g @ d) / jnp.where(metric > 0, metric, 1.0)
+        alpha = state.rate * (g @ d) / jnp.where(metric > 0, metric, 1.0)
         if phi:
             new = problem.from_phi(problem.to_phi(x) + alpha * d)
         else:
@@ -70,8 +74,10 @@ def build(problem: Problem, basis: str, eta, tol_total, max_iter: int) -> Kernel
         count = state.count + 1
         fresh = (count >= problem.dim) | ~(conjugate @ g_new > 0)
         direction = jnp.where(fresh, g_new, conjugate)
-        return record(state, state.value, converged(state.value, value, tol_total), x=new,
-                      value=value, gradient=g_new, direction=direction,
-                      scale=direction @ g_new, count=jnp.where(fresh, 0, count))
+        return learning_step(
+            state, value, tol_total, adaptive,
+            {"x": new, "gradient": g_new, "direction": direction, "scale": direction @ g_new,
+             "count": jnp.where(fresh, 0, count)},
+            kept={"direction": g, "scale": g @ g, "count": jnp.zeros_like(count)})
 
     return Kernel(init, step)

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from .problem import Problem
-from .state import Kernel, State, converged, initial_state, record
+from .state import Kernel, State, initial_state, learning_step
 
 __all__ = ["FEASIBLE_FRACTION", "RULES", "build", "feasible", "update"]
 
@@ -66,17 +66,20 @@ def update(problem: Problem, rule: str, x, g, eta):
     return feasible(problem, x, delta)
 
 
-def build(problem: Problem, rule: str, eta, tol_total, max_iter: int) -> Kernel:
-    """The kernel of ``rule`` (one of :data:`RULES`) with learning rate ``eta``."""
+def build(problem: Problem, rule: str, eta, tol_total, max_iter: int,
+          adaptive: bool = False) -> Kernel:
+    """The kernel of ``rule`` (one of :data:`RULES`) with learning rate ``eta``, fixed or the
+    start of an adaptive one (:func:`.state.learning_step`)."""
 
     def init(x0) -> State:
         value, g = problem.value_and_gradient(x0)
-        return initial_state(x0, value, max_iter, gradient=g / problem.n_obs)
+        return initial_state(x0, value, max_iter, gradient=g / problem.n_obs,
+                             rate=jnp.asarray(eta, dtype=jnp.float64))
 
     def step(state: State) -> State:
-        x = update(problem, rule, state.x, state.gradient, eta)
+        x = update(problem, rule, state.x, state.gradient, state.rate)
         value, g = problem.value_and_gradient(x)
-        return record(state, state.value, converged(state.value, value, tol_total), x=x,
-                      value=value, gradient=g / problem.n_obs)
+        return learning_step(state, value, tol_total, adaptive,
+                             {"x": x, "gradient": g / problem.n_obs})
 
     return Kernel(init, step)

@@ -38,9 +38,9 @@ MAP_ALGORITHMS = ("squarem", "em", "iem", "daem", "cg", "gcg")
 #: The algorithms that hold parts of table rows (class padding, ``pad_classes=``).
 HELD_ALGORITHMS = ("squarem", "em", "iem", "daem")
 
-#: Default learning rates ``eta`` (per-observation scale, §2.6-2.7): EM_eta's 1 is EM on the
-#: proportion vector; the others converge on carcinoma, gss82 and ICU (Whiley tuned his by
-#: hand per run, Tables 2.1-2.2).
+#: Default (starting) learning rates ``eta`` (per-observation scale, §2.6-2.7): EM_eta's 1 is
+#: EM on the proportion vector. Whiley tuned his by hand per run (Tables 2.1-2.2); by default
+#: the rate adapts from these (:func:`.state.learning_step`), a given ``eta`` stays fixed.
 DEFAULT_ETA = {"em_eta": 1.0, "eg": 1.0, "gp": 0.01, "acg_phi": 1.0, "acg_theta": 0.03,
                "acg_theta_chi": 1.0}
 
@@ -56,6 +56,7 @@ class Settings(NamedTuple):
     eta: float | None
     betas: np.ndarray | None
     blocks: int
+    adaptive: bool = False
 
 
 def _betas(betas) -> np.ndarray:
@@ -104,16 +105,19 @@ def algorithm_settings(algorithm: str | None, acceleration: str | None, *, prior
         if value is not None and algorithm not in users:
             raise ArgumentError(f"{name} applies to algorithm {' or '.join(users)}, not "
                                 f"{algorithm!r}; leave it None")
+    adaptive = algorithm in DEFAULT_ETA and eta is None
     if algorithm in DEFAULT_ETA:
         eta = DEFAULT_ETA[algorithm] if eta is None else check_positive(eta, "eta")
     blocks = (min(n_patterns, IEM_BLOCKS) if blocks is None
               else check_int(blocks, "blocks", 1, n_patterns))
-    return Settings(algorithm, eta, _betas(betas) if algorithm == "daem" else None, blocks)
+    return Settings(algorithm, eta, _betas(betas) if algorithm == "daem" else None, blocks,
+                    adaptive)
 
 
 def kernel(problem: Problem, algorithm: str, tol_total, max_iter: int, eta=None, betas=None,
-           blocks: int = 1) -> Kernel:
-    """The kernel of ``algorithm`` (not ``"em"``/``"squarem"``) on ``problem``."""
+           blocks: int = 1, adaptive: bool = False) -> Kernel:
+    """The kernel of ``algorithm`` (not ``"em"``/``"squarem"``) on ``problem`` (``adaptive``:
+    the gradient methods' learning rate adapts from ``eta``)."""
     if algorithm == "iem":
         return incremental.build(problem, blocks, tol_total, max_iter)
     if algorithm == "daem":
@@ -121,24 +125,25 @@ def kernel(problem: Problem, algorithm: str, tol_total, max_iter: int, eta=None,
     if algorithm in ("cg", "gcg"):
         return conjugate.build(problem, algorithm, tol_total, max_iter)
     if algorithm in helmbold.RULES:
-        return helmbold.build(problem, algorithm, eta, tol_total, max_iter)
-    return approximate.build(problem, algorithm, eta, tol_total, max_iter)
+        return helmbold.build(problem, algorithm, eta, tol_total, max_iter, adaptive)
+    return approximate.build(problem, algorithm, eta, tol_total, max_iter, adaptive)
 
 
 @partial(jax.jit, static_argnames=("structure", "algorithm", "max_iter", "shift", "batch_size",
-                                   "blocks", "complete"))
+                                   "blocks", "complete", "adaptive"))
 def run_algorithm(structure: Structure, patterns, weights, alphas, tol_total, starts, limit,
                   max_iter: int, shift: float, batch_size: int, algorithm: str, eta=1.0,
                   betas=None, blocks: int = 1, complete: tuple[int, ...] = (),
-                  held=None) -> EMRuns:
+                  held=None, adaptive: bool = False) -> EMRuns:
     """The jitted core of every algorithm but EM and SQUAREM: ``algorithm`` from every start in
     ``starts`` (a batch of tables) for at most ``limit`` iterations, ``batch_size`` restarts
     vmapped at a time (the arguments as for :func:`lcbayes.engines.em.run_em`; ``eta``, the
-    DAEM ``betas`` and the IEM ``blocks`` as for :func:`lcbayes.em`)."""
+    DAEM ``betas`` and the IEM ``blocks`` as for :func:`lcbayes.em`; ``adaptive``: the
+    learning rate adapts from ``eta``)."""
     problem = Problem(structure, patterns, weights, alphas, shift, held, complete,
                       vmapped=batch_size > 1)
     step = kernel(problem, algorithm, tol_total, max_iter, eta,
-                  jnp.ones(1) if betas is None else betas, blocks)
+                  jnp.ones(1) if betas is None else betas, blocks, adaptive)
     shapes = structure.table_shapes
     evidence = prepare(structure, patterns)
 

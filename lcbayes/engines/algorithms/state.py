@@ -21,7 +21,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-__all__ = ["EMRuns", "Kernel", "State", "converged", "initial_state", "iterate", "record"]
+__all__ = ["GROW", "SHRINK", "STREAK", "EMRuns", "Kernel", "State", "converged",
+           "initial_state", "iterate", "learning_step", "record"]
 
 
 class EMRuns(NamedTuple):
@@ -54,6 +55,9 @@ class State(NamedTuple):
         level: DAEM: the index of the current ``beta``.
         stats: IEM: ``(blocks, n)`` every block's expected counts.
         evaluations: objective evaluations in line searches, all iterations together.
+        rate: the learning rate of the gradient methods (:func:`learning_step`).
+        streak: accepted steps since the last refused one at an adaptive rate
+            (:func:`learning_step`; none refused yet: more than :data:`STREAK`).
     """
 
     x: jax.Array
@@ -71,6 +75,8 @@ class State(NamedTuple):
     level: jax.Array
     stats: jax.Array
     evaluations: jax.Array
+    rate: jax.Array
+    streak: jax.Array
 
 
 class Kernel(NamedTuple):
@@ -88,7 +94,8 @@ def initial_state(x0: jax.Array, value, max_iter: int, **fields) -> State:
                 gradient=zeros, direction=zeros, previous=zeros, mapped=x0,
                 scale=jnp.array(1.0), count=jnp.array(0), switched=jnp.array(False),
                 level=jnp.array(0), stats=jnp.zeros((0, x0.shape[0])),
-                evaluations=jnp.array(0))
+                evaluations=jnp.array(0), rate=jnp.array(1.0),
+                streak=jnp.array(STREAK + 1))
     base.update(fields)
     return State(**base)
 
@@ -104,6 +111,41 @@ def record(state: State, recorded, done, **fields) -> State:
     the history, ``done`` set, ``fields`` replaced."""
     return state._replace(history=state.history.at[state.it].set(recorded), it=state.it + 1,
                           done=done, **fields)
+
+
+#: The adaptive learning rate's factors after an accepted and after a rejected step.
+GROW, SHRINK = 1.2, 0.5
+
+#: An adaptive method stops on a small change only within this many accepted steps of a
+#: refused one, i.e. with the rate near the largest that still gains: while every step is
+#: accepted the rate grows, and a small change may only show that the rate is small.
+STREAK = 5
+
+
+def learning_step(state: State, value, tol_total, adaptive: bool, moved: dict,
+                  kept: dict | None = None) -> State:
+    """One iteration of a gradient method (Helmbold's updates, ACG) that proposed ``moved``
+    (the new ``x`` and what goes with it) where the objective is ``value``.
+
+    With a fixed learning rate (the thesis's; ``adaptive`` false) the step is taken. With an
+    adaptive one ("bold driver", Battiti 1989; ours: Whiley tuned ``eta`` by hand for every run,
+    §2.8) a step that lowers the objective is refused: ``x`` stays, the fields in ``kept`` take
+    their given values (e.g. a conjugate direction reset to the gradient) and ``rate`` shrinks
+    by :data:`SHRINK`; an accepted step grows it by :data:`GROW`. The method is then monotone,
+    and it stops only when the tolerance is met within :data:`STREAK` accepted steps of a
+    refused one."""
+    if not adaptive:
+        return record(state, state.value, converged(state.value, value, tol_total),
+                      value=value, **moved)
+    accept = value >= state.value  # false for NaN
+    kept = kept or {}
+    fields = {name: jnp.where(accept, new, kept.get(name, getattr(state, name)))
+              for name, new in moved.items()}
+    streak = jnp.where(accept, jnp.minimum(state.streak + 1, STREAK + 1), 0)
+    return record(state, state.value,
+                  accept & (streak <= STREAK) & converged(state.value, value, tol_total),
+                  value=jnp.where(accept, value, state.value),
+                  rate=state.rate * jnp.where(accept, GROW, SHRINK), streak=streak, **fields)
 
 
 def iterate(kernel: Kernel, x0: jax.Array, limit) -> State:
