@@ -60,6 +60,7 @@ from ..params import (
     prior_tables,
     probability_tables,
 )
+from ..sharding import pattern_shards
 from ..structure import Structure
 from ..validation import Seed, check_choice, check_int, check_positive, fit_data, prng_key
 from . import squarem
@@ -201,6 +202,7 @@ def em(
     pad_classes: int | None = None,
     init: Mapping[str, Any] | EMResult | None = None,
     standard_errors: Literal["empirical", "observed"] | None = None,
+    devices: int | Sequence[jax.Device] | None = None,
 ) -> EMResult:
     """Fit ``structure`` to ``data`` by EM (or another algorithm of Whiley 1999 ch. 2) from
     ``restarts`` random starts; keep the best.
@@ -265,6 +267,10 @@ def em(
             ``"empirical"`` information (poLCA's) or the ``"observed"`` information
             (:mod:`lcbayes.information`); ``None`` (default): not (they cost one more
             compiled program per structure).
+        devices: ``None`` (default): one device, JAX's default; a number ``n``: the first
+            ``n`` of ``jax.devices()``; or a sequence of ``jax.Device``. The data patterns are
+            split over them and the sums all-reduced (:mod:`lcbayes.sharding`): the same fit
+            to rounding, on several GPUs.
     """
     start, seed = start_engine(structure, seed)
     restarts = check_int(restarts, "restarts", 0 if init is not None else 1)
@@ -280,6 +286,7 @@ def em(
     padding = class_padding(structure, pad_classes)
     run_structure = structure if padding is None else padding.padded
     data = fit_data(structure, data)
+    shards = pattern_shards(devices, data.n_patterns)
     alphas = prior_tables(structure, prior)
     settings = algorithm_settings(algorithm, acceleration, prior=alphas is not None,
                                   padded=padding is not None, eta=eta, betas=betas,
@@ -303,6 +310,9 @@ def em(
         starts = tuple(jnp.concatenate([s[:restarts], jnp.asarray(t)[None]])
                        for s, t in zip(starts, given, strict=True))
     restarts = starts[0].shape[0]
+    if shards is not None:  # starts drawn from the unpadded patterns (lcbayes.sharding)
+        patterns, weights = shards.place(data.patterns, data.counts)
+        starts, alpha_arrays, held = shards.replicate((starts, alpha_arrays, held))
     args = (run_structure, patterns, weights, alpha_arrays, tol * n_obs)
     fold = {"complete": complete_columns(data.patterns), "held": held}
     if settings.algorithm in ("em", "squarem"):
@@ -323,6 +333,8 @@ def em(
     jtables = tuple(jnp.asarray(t) for t in (tables if padding is None else padding.pad(tables)))
     observed = jnp.where(jnp.any(patterns >= 0, axis=1), weights, 0.0)  # all-missing rows: 1
     est = _final_e_step(run_structure, _log(jtables), patterns, observed)
+    if shards is not None:
+        est, observed = shards.unpad_e_step(est), observed[:data.n_patterns]
     if padding is not None:
         est = padding.unpad_e_step(est)
     result = EMResult(

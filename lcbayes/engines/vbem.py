@@ -46,6 +46,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Literal, NamedTuple
 
@@ -59,6 +60,7 @@ from ..errors import ArgumentError, ArgumentTypeError
 from ..inference import complete_columns, e_step, flat, flat_e_step, prepare
 from ..inference.tying import RowTying, entry_weights, pool
 from ..params import PriorSpec, from_tables, proper_prior_tables, to_tables
+from ..sharding import pattern_shards
 from ..structure import Structure
 from ..validation import (
     Seed,
@@ -229,6 +231,7 @@ def vbem(
     init: EMResult | None = None,
     acceleration: Literal["squarem", "none"] = "squarem",
     pad_classes: int | None = None,
+    devices: int | Sequence[jax.Device] | None = None,
 ) -> VBResult:
     """Variational Bayesian EM (Beal & Ghahramani 2006 §3.5); keep the best of ``restarts``.
 
@@ -257,6 +260,9 @@ def vbem(
         pad_classes: run a latent class model inside the compiled program of the model with
             ``pad_classes`` classes, the extra classes switched off
             (:mod:`lcbayes.engines.padding`); the same result up to rounding.
+        devices: ``None`` (default): one device; a number ``n``: the first ``n`` of
+            ``jax.devices()``; or a sequence of ``jax.Device``: the data patterns split over
+            them (:mod:`lcbayes.sharding`), the same bound to rounding.
     """
     start, seed = start_engine(structure, seed)
     restarts = check_int(restarts, "restarts", 0 if init is not None else 1)
@@ -271,6 +277,7 @@ def vbem(
     batch_size = check_batching(batch_size, restarts + (init is not None))
     padding = class_padding(structure, pad_classes)
     data = fit_data(structure, data)
+    shards = pattern_shards(devices, data.n_patterns)
     lambdas = proper_prior_tables(structure, prior, "vbem")
     patterns = jnp.asarray(data.patterns)
     weights = _observed_weights(data)
@@ -287,13 +294,19 @@ def vbem(
         starts = padding.pad(starts)
     priors = tuple(jnp.asarray(a) for a in (lambdas if padding is None else lambdas_run))
     n_obs = max(data.n_observed_rows, 1)
+    starts = tuple(jnp.asarray(t) for t in starts)
+    if shards is not None:  # lcbayes.sharding
+        patterns, weights = shards.place(data.patterns, weights)
+        priors, starts, active = shards.replicate((priors, starts, active))
     runs = jax.tree_util.tree_map(np.asarray, run_vbem(
-        run_structure, patterns, weights, priors, tuple(jnp.asarray(t) for t in starts),
+        run_structure, patterns, weights, priors, starts,
         tol * n_obs, max_iter, batch_size, True, acceleration == "squarem",
         complete=complete_columns(data.patterns), active=active))
     best = int(np.nanargmax(runs.elbo))
     alphas = tuple(jnp.asarray(a[best]) for a in runs.alphas)
     est = _final_vbe(run_structure, alphas, patterns, weights, active)
+    if shards is not None:
+        est = shards.unpad_e_step(est)
     if padding is not None:
         alphas, est = padding.unpad(alphas), padding.unpad_e_step(est)
     return VBResult(
