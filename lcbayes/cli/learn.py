@@ -1,5 +1,6 @@
 """``lcbayes learn DATA.csv [--skeleton tree.json | --tree [METHOD]] [--score bic]
-[--method splitmerge] [--seed N] [--time-limit S] [--json] [--report out.html]``: search for
+[--method splitmerge] [--seed N] [--time-limit S] [--scheduler ADDRESS | --workers N] [--json]
+[--report out.html]``: search for
 the number of latent classes (:func:`lcbayes.learn_classes`, Karčiauskas 2005), with
 ``--skeleton`` for the hidden cardinalities of an HLC model on that tree
 (:func:`lcbayes.learn_hlc`), or with ``--tree`` for the hidden tree itself
@@ -10,6 +11,9 @@ best model with the path of moves, or with ``--json`` one object: the chosen mod
 
 A skeleton file is JSON ``{"tree": {hidden: [children]}}`` (a structure file of kind ``hlc``
 also works); its ``"cardinalities"``, if any, are used only by ``--method fixed``.
+
+With ``--tree``, ``--scheduler`` / ``--workers`` score each step's candidates on a Dask
+cluster (and run the latent class bound beside the tree search); the result is the same.
 """
 
 from __future__ import annotations
@@ -60,6 +64,13 @@ def add_parser(sub) -> None:
                      help=f"random seed (default {default(learn_classes, 'seed')})")
     cmd.add_argument("--time-limit", type=float, default=None,
                      help="seconds; return the best model found when they run out")
+    cmd.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                     help="with --tree: score the candidates on the Dask cluster of this "
+                          "scheduler (tcp://host:8786; default: $LCBAYES_SCHEDULER); needs "
+                          "lcbayes[dask]")
+    cmd.add_argument("--workers", type=int, default=None,
+                     help="with --tree: score the candidates on a local Dask cluster of this "
+                          "many worker processes (needs lcbayes[dask]); the result is the same")
     cmd.add_argument("--report", help="write a self-contained HTML report here")
     cmd.add_argument("--json", action="store_true",
                      help="print one JSON object {best, path, settings, ...}; no progress bar")
@@ -83,6 +94,11 @@ def run(args: argparse.Namespace) -> int:
     if args.time_limit is not None and not args.time_limit > 0:
         raise UsageError(f"--time-limit must be a positive number of seconds, got "
                          f"{args.time_limit:g}")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    if args.tree is None and (args.workers is not None or args.scheduler is not None):
+        raise UsageError("--scheduler and --workers work with --tree (the tree search); the "
+                         "latent class and HLC searches run here")
     data = read_data(args)
     common = {"score": args.score, "method": args.method, "seed": args.seed,
               "time_limit": args.time_limit, "progress": not args.json}
@@ -91,7 +107,9 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--tree learns the tree; leave out --skeleton and --classes")
         result = learn_tree(data, score=args.score, seed=args.seed, time_limit=args.time_limit,
                             max_hidden=args.max_hidden, method=args.tree,
-                            lc_bound=not args.no_lc_bound, progress=not args.json)
+                            lc_bound=not args.no_lc_bound, progress=not args.json,
+                            executor="dask" if args.workers is not None else None,
+                            scheduler=args.scheduler, workers=args.workers)
     elif args.skeleton is None:
         result = learn_classes(data, classes=args.classes, max_classes=args.max_classes,
                                **common)

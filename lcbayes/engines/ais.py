@@ -53,6 +53,13 @@ Example::
     res = lcb.ais(lcb.latent_class(data, 2), data, chains=16, temperatures=4096, seed=0)
     res.log_evidence, res.stderr
     lcb.ais(structure, data, target_stderr=0.15)   # groups of 16 chains until s.e. <= 0.15
+    lcb.ais(structure, data, groups=8, executor="dask", workers=2)  # 8 groups as Dask tasks
+
+**Groups of chains** (``groups=G``): group ``g`` runs ``chains`` chains from the key
+``fold_in(key, g)`` (group 0 from ``key`` itself, so ``groups=1`` is the plain run), and the
+groups pool into one estimate. Each group is a task of :mod:`lcbayes.execution`: the same
+numbers serially, on a ``LocalCluster`` or on a running scheduler; the AIS problem (the
+data) is scattered to the workers once per round, and each worker compiles the program once.
 """
 
 from __future__ import annotations
@@ -66,6 +73,8 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from ..errors import ArgumentError
+from ..execution import Executor, SerialExecutor
+from ..execution import executor as open_executor
 from ..inference import enumeration, flat, flat_log_marginal, prepare
 from ..inference.completion import sample_completion, seen_indicators
 from ..inference.tying import RowTying, pool, tie
@@ -355,6 +364,32 @@ def _chain_limit(chains: int, target_stderr, max_chains) -> int:
     return check_int(16 * chains if max_chains is None else max_chains, "max_chains", chains)
 
 
+class _Groups(NamedTuple):
+    """What every group of chains of one :func:`ais` run shares (a task's shared argument).
+    Its arrays are NumPy's: a JAX float64 array unpickled on a worker before lcbayes has
+    switched JAX to 64 bits would come back as float32."""
+
+    structure: Structure
+    kernel: str
+    blocks: str
+    chains: int
+    progress: bool
+    problem: AISProblem
+    tau: np.ndarray
+    key: jax.Array
+
+
+def _run_group(g: int, run: _Groups) -> tuple[np.ndarray, np.ndarray]:
+    """Group ``g``'s ``(K, C)`` running log weights and acceptances (a task of
+    :mod:`lcbayes.execution`): its chains start from ``run.key`` for ``g = 0``, else from
+    ``fold_in(run.key, g)``."""
+    key = run.key if g == 0 else jax.random.fold_in(run.key, g)
+    with loop_bar(run.tau.shape[0] - 1, run.progress, desc="AIS temperatures", unit="temp"):
+        trace, accepted = _anneal_jit(run.structure, run.kernel, run.blocks, run.chains,
+                                      run.progress, run.problem, run.tau, key)
+    return np.asarray(trace), np.asarray(accepted)
+
+
 def _quarters(accepted: np.ndarray) -> np.ndarray:
     """Mean acceptance over each quarter of the schedule's steps (fewer if K < 4)."""
     return np.array([part.mean() for part in np.array_split(accepted, 4) if part.size])
@@ -384,6 +419,10 @@ def ais(
     max_chains: int | None = None,
     progress: bool = False,
     pad_classes: int | None = None,
+    groups: int | None = None,
+    executor: Literal["serial", "dask"] | Executor | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
 ) -> AISResult:
     """Annealed importance sampling estimate of the log evidence ``ln p(y | m)``.
 
@@ -407,11 +446,14 @@ def ais(
         concentration: ``(c0, c1)`` of the MH proposal strength ``c0 + c1 n tau``
             (default :data:`DEFAULT_CONCENTRATION`); the ``"rw"`` step is
             ``RW_SCALE / sqrt(c0 + c1 n tau)``.
-        target_stderr: if given, run ``chains`` chains at a time until the standard error of
-            all chains so far is at most ``target_stderr`` or ``max_chains`` chains have run.
+        target_stderr: if given, run rounds of ``groups`` (default 1) groups of ``chains``
+            chains until the standard error of all chains so far is at most
+            ``target_stderr`` or ``max_chains`` chains have run (the last round cut to fit).
             Chains are independent, so the groups pool into one estimate (the first group is
             the run without a target; all reuse one compiled program). Stopping on the
-            estimate has the small bias of any sequential rule.
+            estimate has the small bias of any sequential rule. The rounds do not depend on
+            the executor, so neither do the numbers: on a cluster, make ``groups`` a
+            multiple of its workers.
         max_chains: the most chains a run with ``target_stderr`` makes (default
             ``16 * chains``).
         progress: show a progress bar over the temperatures.
@@ -420,10 +462,19 @@ def ais(
             (:mod:`lcbayes.engines.padding`; ``kernel="rw"``), so that runs of several sizes
             compile once. The same estimator; its random numbers are laid out on the padded
             shape, so the same ``pad_classes`` reproduces a run.
+        groups: run ``groups`` groups of ``chains`` chains (module docstring), pooled into
+            one estimate: ``groups * chains`` chains in all (with ``target_stderr``: the
+            groups of one round). ``None``: one group.
+        executor, scheduler, workers: where the groups run
+            (:func:`lcbayes.execution.executor`): ``None`` / ``"serial"`` here, ``"dask"`` one
+            group per task on a Dask cluster (``scheduler`` joins a running one, else a
+            ``LocalCluster`` of ``workers`` processes). The same numbers either way.
     """
     start, seed = start_engine(structure, seed)
     chains, c0, c1 = _check(structure, chains, kernel, blocks, concentration)
     limit = _chain_limit(chains, target_stderr, max_chains)
+    per_round = 1 if groups is None else check_int(groups, "groups", 1)
+    most = per_round if target_stderr is None else limit // chains
     tau = make_schedule(schedule, temperatures)
     padding = class_padding(structure, pad_classes)
     if padding is not None and kernel != "rw":
@@ -439,19 +490,22 @@ def ais(
     problem = make_problem(run_structure, jnp.asarray(data.patterns),
                            jnp.asarray(data.counts, dtype=jnp.float64), priors, kernel, strength,
                            active=active)
-    key = prng_key(seed)
     traces, accepts = [], []
-    while True:
-        group = key if not traces else jax.random.fold_in(key, len(traces))
-        with loop_bar(len(tau) - 1, bool(progress), desc="AIS temperatures", unit="temp"):
-            trace, accepted = _anneal_jit(run_structure, kernel, blocks, chains,
-                                          bool(progress), problem, jnp.asarray(tau), group)
-        traces.append(np.asarray(trace))
-        accepts.append(np.asarray(accepted))
-        if (len(traces) + 1) * chains > limit or (
-                weight_statistics(np.concatenate([t[-1] for t in traces]))["stderr"]
-                <= target_stderr):
-            break
+    with open_executor(executor, scheduler, workers) as runner:
+        here = isinstance(runner, SerialExecutor)
+        run = _Groups(run_structure, kernel, blocks, chains, bool(progress) and here,
+                      *jax.tree.map(np.asarray, (problem, tau)), prng_key(seed))
+        while True:
+            todo = list(range(len(traces), min(len(traces) + per_round, most)))
+            for trace, accepted in runner.map(_run_group, todo, {"run": run},
+                                              progress=bool(progress) and not here,
+                                              desc="AIS groups"):
+                traces.append(trace)
+                accepts.append(accepted)
+            if len(traces) >= most or (
+                    weight_statistics(np.concatenate([t[-1] for t in traces]))["stderr"]
+                    <= target_stderr):
+                break
     trace = np.concatenate(traces, axis=1)
     checkpoints = np.unique(np.linspace(0, len(tau) - 2, min(TRACE_POINTS, len(tau) - 1))
                             .round().astype(int))
@@ -461,6 +515,8 @@ def ais(
     if target_stderr is not None:
         settings.update(target_stderr=float(target_stderr), max_chains=limit,
                         chains_per_group=chains)
+    if groups is not None:
+        settings.update(groups=len(traces), chains_per_group=chains)
     if kernel != "gibbs":
         settings.update(blocks=blocks, concentration=[c0, c1],
                         n_observed_rows=data.n_observed_rows,

@@ -24,12 +24,21 @@ winner gets a full multiple-restart EM (:func:`.tree_moves.fit_trees`), and its 
 re-rooted at its hidden node with the most neighbours.
 
 For many items ``method="hlta"`` builds the tree bottom-up instead (:mod:`.tree_build`).
+
+**Executors** (:mod:`lcbayes.execution`): the candidates of a step are cut into chunks of
+:data:`CHUNK` (a constant, so the chunks do not depend on the workers) and each chunk's local
+EM is a task; serially the same chunks run here, and a lane's numbers do not depend on the
+other lanes of its block, so the path is the same number for number. When the executor runs
+tasks side by side, the latent class search of ``lc_bound`` is one more task, running beside
+the tree search (serially it runs first).
 """
 
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
+from typing import Literal
 
 import numpy as np
 
@@ -37,6 +46,8 @@ from .. import scores
 from ..constructors import hlc
 from ..data import Dataset
 from ..errors import ArgumentError, StructureError
+from ..execution import Executor
+from ..execution import executor as open_executor
 from ..params import to_tables
 from ..validation import (
     Seed,
@@ -54,7 +65,7 @@ from .scoring import SCORES, Scorer
 from .search import final_result, learn_classes, run_search
 from .tree_build import build_tree
 from .tree_drawing import bracket
-from .tree_local import local_em
+from .tree_local import LANES, LocalFit, local_em
 from .tree_moves import fit_trees, tree_scored, walk
 from .tree_operators import (
     Candidate,
@@ -67,7 +78,8 @@ from .tree_operators import (
 )
 from .trees import TreeModel, random_tree
 
-__all__ = ["AUTO_ITEMS", "PHASES", "TREE_METHODS", "candidates", "learn_tree"]
+__all__ = ["AUTO_ITEMS", "CHUNK", "PHASES", "TREE_METHODS", "candidates", "learn_tree",
+           "local_fits"]
 
 #: The operations of each phase of EAST.
 PHASES = {"expand": ("add_node", "add_state"), "adjust": ("relocate",),
@@ -80,6 +92,8 @@ AUTO_ITEMS = 20
 START_SHARE = 0.25
 #: Node introduction's ``smoothing`` in the search (:func:`.tree_operators.add_node`).
 NI_SMOOTHING = 0.1
+#: Candidates per task of :func:`local_fits` (whole blocks of the local EM's lanes).
+CHUNK = 2 * LANES
 
 
 def _fresh_name(model: TreeModel, data: Dataset) -> str:
@@ -131,11 +145,32 @@ def candidates(model: TreeModel, data: Dataset, phase: str, rng: np.random.Gener
     return [c for c in found if c is not None]
 
 
-class _Search:
-    """One EAST search (module docstring) over ``ctx.data``."""
+def _chunk_fits(chunk: list[Candidate], current: TreeModel, data: Dataset, tol: float
+                ) -> list[LocalFit]:
+    """The local EMs of one chunk of candidates (a task of :mod:`lcbayes.execution`)."""
+    return local_em(current, data, chunk, tol)
 
-    def __init__(self, ctx: Context, path: Path, max_hidden: int | None):
-        self.ctx, self.path, self.max_hidden = ctx, path, max_hidden
+
+def local_fits(runner: Executor, current: TreeModel, data: Dataset, found: list[Candidate],
+               tol: float) -> list[LocalFit]:
+    """:func:`.tree_local.local_em` of ``found``, in chunks of :data:`CHUNK` candidates that
+    are the tasks of ``runner`` (module docstring); the fits in the order of ``found``."""
+    chunks = [found[i:i + CHUNK] for i in range(0, len(found), CHUNK)]
+    shared = {"current": current, "data": data, "tol": tol}
+    return [fit for part in runner.map(_chunk_fits, chunks, shared, desc="local EM")
+            for fit in part]
+
+
+def _classes_task(settings: dict, data: Dataset):
+    """:func:`~lcbayes.learn_classes` of ``lc_bound`` (a task of :mod:`lcbayes.execution`)."""
+    return learn_classes(data, **settings)
+
+
+class _Search:
+    """One EAST search (module docstring) over ``ctx.data``, its local EMs on ``runner``."""
+
+    def __init__(self, ctx: Context, path: Path, max_hidden: int | None, runner: Executor):
+        self.ctx, self.path, self.max_hidden, self.runner = ctx, path, max_hidden, runner
 
     def proxy(self, model: TreeModel, loglik: float) -> float:
         """The ranking score of a local fit: AIC for an AIC search, else BIC."""
@@ -155,7 +190,7 @@ class _Search:
             base = self.proxy(current.model, current.loglik)
             d0 = current.model.structure.n_parameters
             ranked = []
-            for fit in local_em(current.model, ctx.data, found, ctx.em.tol):
+            for fit in local_fits(self.runner, current.model, ctx.data, found, ctx.em.tol):
                 gain = self.proxy(fit.model, fit.loglik) - base
                 if gain > 0:
                     extra = fit.model.structure.n_parameters - d0
@@ -191,14 +226,14 @@ def _one_hidden(data: Dataset, n_classes: int):
     return hlc(data, {name: list(data.columns)}, {name: n_classes})
 
 
-def _start(ctx: Context) -> Scored:
+def _start(ctx: Context, runner: Executor) -> Scored:
     """EAST's start: the latent class model with two classes, the best of ``ctx.n_splits``
-    random starts after EM (run as local EMs whose items are the leaves)."""
+    random starts after EM (run as local EMs whose items are the leaves, on ``runner``)."""
     structure = _one_hidden(ctx.data, 2)
     items = tuple((name, frozenset()) for name in structure.observed_names)
     starts = [Candidate("start", "random start", random_tree(structure, ctx.rng), items)
               for _ in range(ctx.n_splits)]
-    best = max(local_em(starts[0].model, ctx.data, starts, ctx.em.tol),
+    best = max(local_fits(runner, starts[0].model, ctx.data, starts, ctx.em.tol),
                key=lambda fit: fit.loglik)
     return tree_scored(ctx, best.model, best.loglik)
 
@@ -224,6 +259,9 @@ def learn_tree(
     tol: float = 0.01,
     max_iter: int = 200,
     progress: bool = False,
+    executor: Literal["serial", "dask"] | Executor | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
 ):
     """Learn the hidden tree of an HLC model, its cardinalities included (EAST; module
     docstring).
@@ -250,6 +288,12 @@ def learn_tree(
             ``False`` leaves it out.
         tol, max_iter: EM convergence (nats) and iteration limit of the local and full EMs.
         progress: show a progress bar over the moves.
+        executor, scheduler, workers: where the local EMs of a step's candidates run, in
+            chunks of :data:`CHUNK` (:func:`lcbayes.execution.executor`): ``None`` /
+            ``"serial"`` here, ``"dask"`` on a Dask cluster (``scheduler`` joins a running
+            one, else a ``LocalCluster`` of ``workers`` processes); there the latent class
+            search of ``lc_bound`` runs as a task beside the tree search. The same result
+            either way (without ``time_limit``, which depends on the clock).
 
     Returns:
         A :class:`~lcbayes.LearnResult` (``method`` ``"east"`` or ``"hlta"``) whose ``fit`` is
@@ -274,28 +318,33 @@ def learn_tree(
                   em=EMSettings(check_positive(tol, "tol"), check_int(max_iter, "max_iter", 1)),
                   deadline=None if time_limit is None else started + time_limit,
                   perturbation=check_positive(perturbation, "perturbation"))
-    classes = None if not lc_bound else learn_classes(
-        data, score=score, seed=seed, tol=tol, max_iter=max_iter,
-        time_limit=None if time_limit is None else START_SHARE * time_limit)
-
+    lc_settings = {"score": score, "seed": seed, "tol": tol, "max_iter": max_iter,
+                   "time_limit": None if time_limit is None else START_SHARE * time_limit}
     if method == "auto":
         method = "hlta" if data.n_columns >= AUTO_ITEMS else "east"
 
-    def search(path: Path) -> Scored:
+    def search(path: Path, runner: Executor, bound) -> Scored:
         if method == "hlta":
             best = build_tree(ctx, note=None if path.bar is None else path.bar.set_postfix_str)
             path.add("build", best, True, hidden=bracket(best.model.structure))
         else:
-            start = _start(ctx)
+            start = _start(ctx, runner)
             path.add("start", start, True, hidden=bracket(start.model.structure))
-            best = _Search(ctx, path, max_hidden).run(start)
-        if classes is None:
+            best = _Search(ctx, path, max_hidden, runner).run(start)
+        if bound is None:
             return best
-        lc = _classes_model(ctx, classes)
+        lc = _classes_model(ctx, bound.result()[0])
         path.add("latent_class", lc, lc.score > best.score, hidden=bracket(lc.model.structure))
         return lc if lc.score > best.score else best
 
-    best, path = run_search(ctx, f"learn_tree ({method})", progress, search, started)
+    with open_executor(executor, scheduler, workers) as runner, ThreadPoolExecutor(1) as beside:
+        bound = None if not lc_bound else beside.submit(
+            runner.map, _classes_task, [lc_settings], {"data": data}, desc="learn_classes")
+        if bound is not None and runner.parallelism == 1:
+            bound.result()  # one task at a time: the bound first, as the time limit assumes
+        best, path = run_search(ctx, f"learn_tree ({method})", progress,
+                                lambda path: search(path, runner, bound), started)
+    classes = None if bound is None else bound.result()[0]
     s = best.model.structure
     root = max(s.hidden_nodes, key=lambda h: (len(s.children[h]) + len(s.parents[h]), -h))
     final = walk(best.model, root)
