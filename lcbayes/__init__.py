@@ -24,6 +24,8 @@ from ._version import __version__ as __version__
 API: dict[str, str] = {
     # data and structures
     "Dataset": "lcbayes.data",
+    "scan_file": "lcbayes.streaming.reader",
+    "PatternBlocks": "lcbayes.streaming.blocks",
     "Structure": "lcbayes.structure",
     "latent_class": "lcbayes.constructors",
     "hlc": "lcbayes.constructors",
@@ -55,6 +57,11 @@ API: dict[str, str] = {
     "LaplaceWarning": "lcbayes.engines.laplace",
     "chib": "lcbayes.engines.chib",
     "ChibResult": "lcbayes.engines.chib",
+    "stream_em": "lcbayes.streaming.block_em",
+    "stream_vbem": "lcbayes.streaming.block_em",
+    "stepwise_em": "lcbayes.streaming.stepwise",
+    "StreamEMResult": "lcbayes.streaming.result",
+    "StreamVBResult": "lcbayes.streaming.result",
     # samplers
     "gibbs": "lcbayes.samplers.gibbs",
     "GibbsResult": "lcbayes.samplers.results",

@@ -1,8 +1,18 @@
 """Categorical data sets: integer codes, category labels and unique patterns with counts.
 
-A :class:`Dataset` holds ``N x J`` integer codes (``-1`` = missing) and, per column, the category
-labels the codes stand for. It compresses the rows once into unique *patterns* with *counts*; every
-engine of lcbayes works on patterns and weights, never on raw rows (Karčiauskas 2005, §1.1).
+A :class:`Dataset` holds, per column, the category labels and the data's unique *patterns* of
+integer codes (``-1`` = missing) with their *counts*; every engine of lcbayes works on patterns and
+weights, never on raw rows (Karčiauskas 2005, §1.1). It has two forms:
+
+* **rows** (:meth:`Dataset.from_csv`, :meth:`~Dataset.from_pandas`, :meth:`~Dataset.from_codes`,
+  ``Dataset(codes=..., columns=..., labels=...)``): the ``N x J`` codes are kept in their order
+  and compressed once into patterns;
+* **patterns** (:meth:`Dataset.from_patterns`, or ``lcbayes.scan_file(...).to_dataset()`` for a
+  file bigger than memory): the patterns and counts are the data; the rows (``codes``,
+  ``pattern_index``, :meth:`~Dataset.to_pandas`) are made on first access only, pattern by
+  pattern (``np.repeat``), since such a data set has no original row order. Everything else
+  (``n_rows``, ``n_missing``, :meth:`~Dataset.select`, :meth:`~Dataset.with_categories`,
+  :meth:`~Dataset.summary`, every engine) works from the patterns without making rows.
 
 Missing values (NaN, None, ``pandas.NA``, empty strings) are data: engines marginalise them, so a
 missing entry contributes a factor of one to the likelihood. Rows are never dropped or imputed; a
@@ -12,70 +22,93 @@ Example::
 
     data = Dataset.from_csv("survey.csv", columns=["A", "B", "C"])
     data.patterns, data.counts      # (n_patterns, 3) codes and their multiplicities
+    same = Dataset.from_patterns(data.patterns, data.counts, data.columns, data.labels)
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .csvfile import read_table
-from .encoding import MISSING, all_missing_message, encode_column, unique_rows, warn_constant
+from .encoding import (
+    MISSING,
+    check_codes,
+    check_names,
+    check_not_empty,
+    encode_column,
+    fully_missing_message,
+    unique_rows,
+)
 from .errors import DataError
 
-__all__ = ["DEFAULT_MAX_CATEGORIES", "MISSING", "Dataset"]
+__all__ = ["DEFAULT_MAX_CATEGORIES", "MISSING", "Dataset", "chosen_columns"]
 
 DEFAULT_MAX_CATEGORIES = 50
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Dataset:
-    """Categorical data as integer codes with labels and unique patterns.
+    """Categorical data as unique patterns with counts and labels (module docstring).
 
-    Build one with :meth:`from_csv`, :meth:`from_pandas` or :meth:`from_codes`.
+    Build one with :meth:`from_csv`, :meth:`from_pandas`, :meth:`from_codes` or
+    :meth:`from_patterns`; ``Dataset(codes, columns, labels)`` takes checked codes.
 
     Attributes:
-        codes: ``(n_rows, n_columns)`` int32 codes; ``-1`` marks a missing value.
         columns: column names.
         labels: per column, the category labels in code order.
-        patterns: ``(n_patterns, n_columns)`` unique rows of ``codes`` (sorted).
+        patterns: ``(n_patterns, n_columns)`` int32 unique rows of codes (sorted); ``-1``
+            marks a missing value.
         counts: ``(n_patterns,)`` float64 multiplicity of each pattern.
-        pattern_index: ``(n_rows,)`` index of each row's pattern.
+        codes: ``(n_rows, n_columns)`` int32 codes (of a pattern-form data set: made on first
+            access, the rows of each pattern together in pattern order).
+        pattern_index: ``(n_rows,)`` index of each row's pattern (made on first access in the
+            pattern form).
     """
 
-    codes: np.ndarray
     columns: tuple[str, ...]
     labels: tuple[tuple[Hashable, ...], ...]
-    patterns: np.ndarray = field(init=False, repr=False)
-    counts: np.ndarray = field(init=False, repr=False)
-    pattern_index: np.ndarray = field(init=False, repr=False)
+    patterns: np.ndarray
+    counts: np.ndarray
 
-    def __post_init__(self) -> None:
-        codes = np.asarray(self.codes)
+    def __init__(self, codes: np.ndarray, columns: tuple[str, ...],
+                 labels: tuple[tuple[Hashable, ...], ...]) -> None:
+        codes = np.asarray(codes)
         if codes.ndim != 2:
             raise DataError(f"codes must be a 2-d array (rows x columns), got shape {codes.shape}")
-        if len(self.columns) != codes.shape[1] or len(self.labels) != codes.shape[1]:
-            raise DataError(
-                f"codes have {codes.shape[1]} columns but {len(self.columns)} names and "
-                f"{len(self.labels)} label lists were given"
-            )
+        if len(columns) != codes.shape[1] or len(labels) != codes.shape[1]:
+            raise DataError(f"codes have {codes.shape[1]} columns but {len(columns)} names and "
+                            f"{len(labels)} label lists were given")
         codes = codes.astype(np.int32)
-        codes.setflags(write=False)
         patterns, index, counts = unique_rows(codes)
-        for name, value in (
-            ("codes", codes),
-            ("patterns", patterns.astype(np.int32)),
-            ("counts", counts.astype(np.float64)),
-            ("pattern_index", index.reshape(-1).astype(np.int64)),
-        ):
-            if name != "codes":
+        self._fill(columns, labels, patterns, counts, codes, index.reshape(-1))
+
+    def _fill(self, columns, labels, patterns, counts, codes=None, pattern_index=None) -> None:
+        """Set the fields; ``codes`` None makes the pattern form."""
+        values = {"columns": columns, "labels": labels, "_pattern_form": codes is None,
+                  "patterns": patterns.astype(np.int32), "counts": counts.astype(np.float64),
+                  "_codes": codes, "_pattern_index": None if codes is None
+                  else pattern_index.astype(np.int64)}
+        for name, value in values.items():
+            if isinstance(value, np.ndarray):
                 value.setflags(write=False)
             object.__setattr__(self, name, value)
+
+    @classmethod
+    def _of_patterns(cls, patterns: np.ndarray, counts: np.ndarray, columns, labels) -> Dataset:
+        """A pattern-form data set of checked ``patterns`` with counts: duplicate patterns
+        merged, patterns of count zero left out, sorted as :func:`unique_rows` sorts."""
+        keep = counts > 0
+        unique, index, _ = unique_rows(np.asarray(patterns, dtype=np.int32)[keep])
+        merged = np.bincount(index.reshape(-1), weights=counts[keep], minlength=len(unique))
+        data = cls.__new__(cls)
+        data._fill(tuple(columns), tuple(labels), unique, merged)
+        return data
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -96,46 +129,44 @@ class Dataset:
                 code, or the length of ``labels``).
         """
         arr = np.asarray(codes)
-        if arr.ndim != 2:
-            raise DataError(f"codes must be a 2-d array (rows x columns), got shape {arr.shape}")
-        if arr.size and not np.issubdtype(arr.dtype, np.integer):
-            raise DataError(f"codes must be integers (-1 for missing), got dtype {arr.dtype}")
-        n_rows, n_cols = arr.shape
-        names = tuple(f"X{j + 1}" for j in range(n_cols)) if columns is None else tuple(columns)
-        _check_names(names, n_cols)
-        _check_not_empty(n_rows, n_cols)
-        if labels is not None and len(labels) != n_cols:
-            raise DataError(f"labels has {len(labels)} entries for {n_cols} columns")
-        if cardinalities is not None and len(cardinalities) != n_cols:
-            raise DataError(f"cardinalities has {len(cardinalities)} entries for {n_cols} columns")
-        out_labels = []
-        for j, name in enumerate(names):
-            col = arr[:, j]
-            if np.any(col < MISSING):
-                raise DataError(f"column {name!r} has codes below -1; use -1 for missing values")
-            observed = col[col >= 0]
-            if observed.size == 0:
-                raise DataError(all_missing_message(name))
-            if labels is not None:
-                card = len(labels[j])
-            elif cardinalities is not None:
-                card = int(cardinalities[j])
-            else:
-                card = int(observed.max()) + 1
-            if cardinalities is not None and int(cardinalities[j]) != card:
-                raise DataError(
-                    f"column {name!r}: cardinality {cardinalities[j]} disagrees with its "
-                    f"{card} labels"
-                )
-            if observed.max() >= card:
-                raise DataError(
-                    f"column {name!r} has code {observed.max()} but only {card} categories; "
-                    "codes must run from 0 to cardinality - 1"
-                )
-            out_labels.append(tuple(labels[j]) if labels is not None else tuple(range(card)))
-            if observed.min() == observed.max():
-                warn_constant(name, out_labels[-1][int(observed[0])])
-        data = cls(codes=arr, columns=names, labels=tuple(out_labels))
+        names, out_labels = check_codes(arr, "codes", columns, labels, cardinalities)
+        data = cls(codes=arr, columns=names, labels=out_labels)
+        data._warn_fully_missing()
+        return data
+
+    @classmethod
+    def from_patterns(
+        cls,
+        patterns: np.ndarray | Sequence[Sequence[int]],
+        counts: np.ndarray | Sequence[float],
+        columns: Sequence[str] | None = None,
+        labels: Sequence[Sequence[Hashable]] | None = None,
+        cardinalities: Sequence[int] | None = None,
+    ) -> Dataset:
+        """A pattern-form data set (module docstring) from rows of codes with counts.
+
+        ``patterns`` are checked as :meth:`from_codes` checks codes (a pattern given twice has
+        its counts added; one of count zero is left out); ``counts`` are non-negative whole
+        numbers (integers or integral floats). No row is made.
+
+        Args:
+            patterns: ``(n_patterns, n_columns)`` integer codes, ``-1`` for missing.
+            counts: ``(n_patterns,)`` the number of rows of each pattern.
+            columns, labels, cardinalities: as in :meth:`from_codes`.
+        """
+        arr = np.asarray(patterns)
+        weights = np.asarray(counts)
+        if weights.ndim != 1 or (arr.ndim == 2 and weights.shape[0] != arr.shape[0]):
+            raise DataError(f"counts must be one number per pattern, got shape {weights.shape} "
+                            f"for patterns of shape {arr.shape}")
+        numeric = weights.dtype.kind in "iuf"
+        if not numeric or np.any(~np.isfinite(weights) | (weights < 0) | (weights % 1 != 0)):
+            raise DataError("counts must be non-negative whole numbers (the rows of each "
+                            f"pattern), got e.g. {weights[:5].tolist()}")
+        weights = weights.astype(np.float64)
+        names, out_labels = check_codes(arr[weights > 0] if arr.ndim == 2 else arr, "patterns",
+                                        columns, labels, cardinalities)
+        data = cls._of_patterns(arr, weights, names, out_labels)
         data._warn_fully_missing()
         return data
 
@@ -173,19 +204,8 @@ class Dataset:
         if columns is None and categories is not None:
             columns = list(categories)
         if columns is not None:
-            columns = [str(c) for c in columns]
-            if not columns:
-                raise DataError("columns is empty: name at least one column")
-            asked_twice = sorted({c for c in columns if columns.count(c) > 1})
-            if asked_twice:
-                raise DataError(f"columns {asked_twice} are listed more than once")
-            unknown = [c for c in columns if c not in names]
-            if unknown:
-                raise DataError(
-                    f"unknown column(s) {unknown}; the data has columns {names}"
-                )
-            frame = frame[columns]
-        _check_not_empty(frame.shape[0], frame.shape[1])
+            frame = frame[chosen_columns(names, columns)]
+        check_not_empty(frame.shape[0], frame.shape[1])
         fixed = categories or {}
         encoded = [encode_column(frame[c], c, max_categories, fixed.get(c))
                    for c in frame.columns]
@@ -220,13 +240,33 @@ class Dataset:
 
     # ------------------------------------------------------------------ properties
     @property
+    def codes(self) -> np.ndarray:
+        """``(n_rows, n_columns)`` int32 codes, ``-1`` = missing (made once in the pattern
+        form: each pattern repeated by its count, in pattern order)."""
+        if self._codes is None:
+            codes = np.repeat(self.patterns, self.counts.astype(np.int64), axis=0)
+            codes.setflags(write=False)
+            object.__setattr__(self, "_codes", codes)
+        return self._codes
+
+    @property
+    def pattern_index(self) -> np.ndarray:
+        """``(n_rows,)`` index of each row's pattern (made once in the pattern form, without
+        the codes)."""
+        if self._pattern_index is None:
+            index = np.repeat(np.arange(self.n_patterns), self.counts.astype(np.int64))
+            index.setflags(write=False)
+            object.__setattr__(self, "_pattern_index", index)
+        return self._pattern_index
+
+    @property
     def n_rows(self) -> int:
         """Number of rows (fully missing rows included)."""
-        return int(self.codes.shape[0])
+        return int(self.counts.sum())
 
     @property
     def n_columns(self) -> int:
-        return int(self.codes.shape[1])
+        return int(self.patterns.shape[1])
 
     @property
     def n_patterns(self) -> int:
@@ -241,12 +281,13 @@ class Dataset:
     @property
     def n_missing(self) -> dict[str, int]:
         """Number of missing values per column."""
-        return {c: int(n) for c, n in zip(self.columns, (self.codes < 0).sum(axis=0), strict=True)}
+        per_column = self.counts @ (self.patterns < 0)
+        return {c: int(n) for c, n in zip(self.columns, per_column, strict=True)}
 
     @property
     def n_fully_missing(self) -> int:
         """Number of rows with no observed value (kept; they add nothing to the likelihood)."""
-        return int(np.all(self.codes < 0, axis=1).sum())
+        return int(self.counts[np.all(self.patterns < 0, axis=1)].sum())
 
     @property
     def n_observed_rows(self) -> int:
@@ -255,7 +296,8 @@ class Dataset:
 
     # ------------------------------------------------------------------ methods
     def select(self, columns: Sequence[str]) -> Dataset:
-        """The data set restricted to ``columns`` (in that order), patterns recomputed."""
+        """The data set restricted to ``columns`` (in that order), patterns recomputed; a
+        pattern-form data set stays one (no rows are made)."""
         columns = tuple(columns)
         if columns == self.columns:
             return self
@@ -264,17 +306,16 @@ class Dataset:
             raise DataError(
                 f"unknown column(s) {unknown}; the data has columns {list(self.columns)}"
             )
-        _check_names(columns, len(columns))
-        _check_not_empty(self.n_rows, len(columns))
+        check_names(columns, len(columns))
+        check_not_empty(self.n_rows, len(columns))
         idx = [self.columns.index(c) for c in columns]
-        return Dataset(
-            codes=self.codes[:, idx], columns=columns, labels=tuple(self.labels[i] for i in idx)
-        )
+        return self._recoded({j: None for j in idx}, columns,
+                             tuple(self.labels[i] for i in idx))
 
     def with_categories(self, categories: Mapping[str, Sequence[Hashable]]) -> Dataset:
         """The same values coded against other labels (``{column: labels}``, e.g. a model's:
         the rows may lack some of them); a value outside them is a :class:`DataError`."""
-        codes = np.array(self.codes, copy=True)
+        mappings = {j: None for j in range(self.n_columns)}
         labels = list(self.labels)
         for j, name in enumerate(self.columns):
             if name not in categories or tuple(categories[name]) == self.labels[j]:
@@ -282,17 +323,28 @@ class Dataset:
             target = tuple(categories[name])
             lookup = {label: i for i, label in enumerate(target)}
             seen = self.labels[j]
-            used = np.unique(self.codes[:, j][self.codes[:, j] >= 0])
+            used = np.unique(self.patterns[:, j][self.patterns[:, j] >= 0])
             unknown = [seen[c] for c in used if seen[c] not in lookup]
             if unknown:
                 raise DataError(f"column {name!r} has value(s) {unknown[:5]} that are not "
                                 f"among its categories {list(target)}")
-            mapping = np.array([lookup.get(label, MISSING) for label in seen] + [MISSING])
-            codes[:, j] = mapping[self.codes[:, j]]  # code -1 picks the trailing MISSING
+            # code -1 picks the trailing MISSING
+            mappings[j] = np.array([lookup.get(label, MISSING) for label in seen] + [MISSING])
             labels[j] = target
         if tuple(labels) == self.labels:
             return self
-        return Dataset(codes=codes, columns=self.columns, labels=tuple(labels))
+        return self._recoded(mappings, self.columns, tuple(labels))
+
+    def _recoded(self, mappings: dict[int, np.ndarray | None], columns, labels) -> Dataset:
+        """The columns ``mappings`` names, in its order, each through its code mapping (None:
+        unchanged), in the same form as this data set."""
+        def recode(arr: np.ndarray) -> np.ndarray:
+            return np.stack([arr[:, j] if m is None else m[arr[:, j]]
+                             for j, m in mappings.items()], axis=1)
+
+        if self._pattern_form:
+            return Dataset._of_patterns(recode(self.patterns), self.counts, columns, labels)
+        return Dataset(codes=recode(self.codes), columns=columns, labels=labels)
 
     def to_pandas(self) -> pd.DataFrame:
         """The rows as a DataFrame of labels (missing values as ``None``)."""
@@ -325,26 +377,21 @@ class Dataset:
 
     def _warn_fully_missing(self) -> None:
         if self.n_fully_missing:
-            warnings.warn(
-                f"{self.n_fully_missing} of {self.n_rows} rows have no observed value; they are "
-                "kept and contribute nothing to the likelihood",
-                stacklevel=3,
-            )
+            warnings.warn(fully_missing_message(self.n_fully_missing, self.n_rows),
+                          stacklevel=3)
 
 
 # ---------------------------------------------------------------------- helpers
-def _check_names(names: tuple[str, ...], n_cols: int) -> None:
-    if len(names) != n_cols:
-        raise DataError(f"{len(names)} column names given for {n_cols} columns")
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise DataError(f"duplicate column names {dupes}: rename them so each is unique")
-
-
-def _check_not_empty(n_rows: int, n_cols: int) -> None:
-    if n_cols == 0:
-        raise DataError("the data has no columns: give at least one categorical column")
-    if n_rows == 0:
-        raise DataError("the data has no rows: give at least one row")
-
-
+def chosen_columns(names: Sequence[str], columns: Sequence[str]) -> list[str]:
+    """``columns`` as names of a table whose columns are ``names``, or a :class:`DataError`
+    (none named, one named twice, an unknown one)."""
+    columns = [str(c) for c in columns]
+    if not columns:
+        raise DataError("columns is empty: name at least one column")
+    asked_twice = sorted({c for c in columns if columns.count(c) > 1})
+    if asked_twice:
+        raise DataError(f"columns {asked_twice} are listed more than once")
+    unknown = [c for c in columns if c not in names]
+    if unknown:
+        raise DataError(f"unknown column(s) {unknown}; the data has columns {list(names)}")
+    return columns

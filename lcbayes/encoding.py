@@ -8,7 +8,9 @@ integers, integral floats, booleans and pandas ``Categorical`` are categorical; 
 that new rows are coded as the model's columns are).
 
 :func:`unique_rows` compresses coded rows into unique patterns with counts, the form every
-engine works on (Karčiauskas 2005, §1.1).
+engine works on (Karčiauskas 2005, §1.1); :func:`pattern_keys` gives each row one integer that is
+the same in every chunk of a file (the streaming reader merges chunks by it). :func:`check_codes`
+checks integer codes as :class:`~lcbayes.Dataset` takes them.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import pandas as pd
 
 from .errors import DataError
 
-__all__ = ["MISSING", "all_missing_message", "encode_column", "unique_rows", "warn_constant"]
+__all__ = ["MISSING", "all_missing_message", "check_codes", "check_names", "check_not_empty",
+           "encode_column", "fully_missing_message", "key_patterns", "pattern_keys",
+           "too_many_message", "unique_rows", "warn_constant"]
 
 #: The code of a missing value.
 MISSING = -1
@@ -30,6 +34,17 @@ MISSING = -1
 
 def all_missing_message(name: str) -> str:
     return f"column {name!r} has no observed value (all missing): leave it out of columns"
+
+
+def too_many_message(name: str, count: str, max_categories: int) -> str:
+    return (f"column {name!r} has {count} distinct values (max_categories={max_categories}): it "
+            "looks continuous or high-cardinality; bin it (e.g. pandas.cut) or raise "
+            "max_categories")
+
+
+def fully_missing_message(n_fully_missing: int, n_rows: int) -> str:
+    return (f"{n_fully_missing} of {n_rows} rows have no observed value; they are kept and "
+            "contribute nothing to the likelihood")
 
 
 def warn_constant(name: str, label: Hashable) -> None:
@@ -78,11 +93,7 @@ def encode_column(
                 f"categories are {list(labels)}"
             )
     elif len(labels) > max_categories:
-        raise DataError(
-            f"column {name!r} has {len(labels)} distinct values (max_categories={max_categories}):"
-            " it looks continuous or high-cardinality; bin it (e.g. pandas.cut) or raise "
-            "max_categories"
-        )
+        raise DataError(too_many_message(name, str(len(labels)), max_categories))
     lookup = {lab: i for i, lab in enumerate(labels)}
     codes = np.full(series.shape[0], MISSING, dtype=np.int32)
     codes[~missing] = [lookup[v] for v in values]
@@ -93,18 +104,103 @@ def encode_column(
 
 def unique_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``np.unique(codes, axis=0, return_inverse=True, return_counts=True)`` (rows sorted
-    lexicographically), fast: each row becomes one integer in mixed radix (first column most
-    significant, codes shifted by one so that -1 sorts first), which keeps the order; rows too
-    wide for a 63-bit key take the row-wise route."""
-    radices = (codes.max(axis=0, initial=-1).astype(np.int64) + 2) if codes.size else []
-    if codes.shape[0] == 0 or float(np.prod(np.asarray(radices, dtype=float))) >= 2.0**62:
+    lexicographically), fast: each row becomes one integer (:func:`pattern_keys`), which keeps
+    the order; rows too wide for a 63-bit key take the row-wise route."""
+    key = (pattern_keys(codes, codes.max(axis=0, initial=-1).astype(np.int64) + 1)
+           if codes.shape[0] else None)
+    if key is None:
         return np.unique(codes, axis=0, return_inverse=True, return_counts=True)
-    key = np.zeros(codes.shape[0], dtype=np.int64)
-    for j, radix in enumerate(radices):
-        key = key * radix + (codes[:, j].astype(np.int64) + 1)
     _, first, index, counts = np.unique(key, return_index=True, return_inverse=True,
                                         return_counts=True)
     return codes[first], index, counts
+
+
+def pattern_keys(codes: np.ndarray, cardinalities: Sequence[int]) -> np.ndarray | None:
+    """Each row of ``codes`` (``-1 .. r_j - 1`` in column ``j``) as one int64 in mixed radix
+    ``r_j + 1`` (first column most significant, codes shifted by one so that -1 sorts first):
+    keys sort as the rows do and are the same in every chunk of a file. None when the rows are
+    too wide for a 63-bit key."""
+    radices = np.asarray(cardinalities, dtype=np.int64) + 1
+    if float(np.prod(radices.astype(float))) >= 2.0**62:
+        return None
+    key = np.zeros(codes.shape[0], dtype=np.int64)
+    for j, radix in enumerate(radices):
+        key = key * radix + (codes[:, j].astype(np.int64) + 1)
+    return key
+
+
+def key_patterns(keys: np.ndarray, cardinalities: Sequence[int]) -> np.ndarray:
+    """The int32 rows of codes whose :func:`pattern_keys` are ``keys``."""
+    radices = np.asarray(cardinalities, dtype=np.int64) + 1
+    out = np.empty((keys.shape[0], radices.shape[0]), dtype=np.int32)
+    rest = np.asarray(keys, dtype=np.int64)
+    for j in range(radices.shape[0] - 1, -1, -1):
+        rest, digit = np.divmod(rest, radices[j])
+        out[:, j] = digit - 1
+    return out
+
+
+def check_codes(arr: np.ndarray, name: str, columns, labels, cardinalities):
+    """The column names and labels of the integer codes ``arr`` (rows x columns; ``-1`` =
+    missing), checked as :meth:`~lcbayes.Dataset.from_codes` documents; warns of constant
+    columns. ``name`` names ``arr`` in the messages."""
+    if arr.ndim != 2:
+        raise DataError(f"{name} must be a 2-d array (rows x columns), got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise DataError(f"{name} must be integers (-1 for missing), got dtype {arr.dtype}")
+    n_rows, n_cols = arr.shape
+    names = tuple(f"X{j + 1}" for j in range(n_cols)) if columns is None else tuple(columns)
+    check_names(names, n_cols)
+    check_not_empty(n_rows, n_cols)
+    if labels is not None and len(labels) != n_cols:
+        raise DataError(f"labels has {len(labels)} entries for {n_cols} columns")
+    if cardinalities is not None and len(cardinalities) != n_cols:
+        raise DataError(f"cardinalities has {len(cardinalities)} entries for {n_cols} columns")
+    out_labels = []
+    for j, column in enumerate(names):
+        col = arr[:, j]
+        if np.any(col < MISSING):
+            raise DataError(f"column {column!r} has codes below -1; use -1 for missing values")
+        observed = col[col >= 0]
+        if observed.size == 0:
+            raise DataError(all_missing_message(column))
+        if labels is not None:
+            card = len(labels[j])
+        elif cardinalities is not None:
+            card = int(cardinalities[j])
+        else:
+            card = int(observed.max()) + 1
+        if cardinalities is not None and int(cardinalities[j]) != card:
+            raise DataError(
+                f"column {column!r}: cardinality {cardinalities[j]} disagrees with its "
+                f"{card} labels"
+            )
+        if observed.max() >= card:
+            raise DataError(
+                f"column {column!r} has code {observed.max()} but only {card} categories; "
+                "codes must run from 0 to cardinality - 1"
+            )
+        out_labels.append(tuple(labels[j]) if labels is not None else tuple(range(card)))
+        if observed.min() == observed.max():
+            warn_constant(column, out_labels[-1][int(observed[0])])
+    return names, tuple(out_labels)
+
+
+def check_names(names: tuple[str, ...], n_cols: int) -> None:
+    """Refuse a wrong number of column names or a name given twice."""
+    if len(names) != n_cols:
+        raise DataError(f"{len(names)} column names given for {n_cols} columns")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise DataError(f"duplicate column names {dupes}: rename them so each is unique")
+
+
+def check_not_empty(n_rows: int, n_cols: int) -> None:
+    """Refuse data without rows or columns."""
+    if n_cols == 0:
+        raise DataError("the data has no columns: give at least one categorical column")
+    if n_rows == 0:
+        raise DataError("the data has no rows: give at least one row")
 
 
 def _missing_mask(series: pd.Series) -> np.ndarray:

@@ -5,21 +5,108 @@ categorical data set and its rows as blocks of ``(patterns, counts)``, each bloc
 ``block_patterns`` patterns. A pattern may occur in several blocks (its counts then add up);
 the likelihood is a sum over blocks, so an E step that sums the blocks' expected counts is
 exact. Blocks live in memory (:meth:`PatternBlocks.from_dataset`, :meth:`from_arrays`) or in
-``.npz`` files that are read one at a time (the readers of :mod:`lcbayes.streaming`), so a
-pass over the data holds one block, not the data set.
+``.npz`` files that are read one at a time (:func:`lcbayes.scan_file`), so a pass over the
+data holds one block, not the data set.
+
+**Lifetime of block files.** The files :func:`~lcbayes.scan_file` writes live in a folder of
+their own (:class:`SpillFolder`), removed when the last :class:`PatternBlocks` that holds it is
+garbage collected, or when the interpreter exits: keep the object while the paths in ``blocks``
+are in use. A pickled copy (e.g. sent to a Dask worker on the same machine) only borrows the
+folder: it never removes it, so the original must outlive it.
+
+:class:`PatternSum` is the merge both sides use: distinct patterns with summed counts, added to
+chunk by chunk in memory proportional to the distinct patterns, not the rows.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import warnings
+import weakref
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ..data import Dataset
+from ..encoding import key_patterns, pattern_keys
 from ..errors import DataError
 
-__all__ = ["PatternBlocks"]
+__all__ = ["PatternBlocks", "PatternSum", "SpillFolder"]
+
+
+class SpillFolder:
+    """A folder of block files. :meth:`create` makes a new one (in ``parent``, default the
+    system's temporary folder) that is removed with everything in it when this object is
+    garbage collected or the interpreter exits (module docstring); an unpickled copy borrows
+    the folder and never removes it."""
+
+    def __init__(self, path: str | Path, owner: bool = False) -> None:
+        self.path = Path(path)
+        self.owner = owner
+        if owner:
+            weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
+
+    @classmethod
+    def create(cls, parent: str | Path | None = None) -> SpillFolder:
+        return cls(tempfile.mkdtemp(prefix="lcbayes-blocks-", dir=parent), owner=True)
+
+    def __reduce__(self):
+        return SpillFolder, (str(self.path),)
+
+    def write(self, index: int, patterns: np.ndarray, counts: np.ndarray) -> Path:
+        """Block ``index`` as an ``.npz`` file of the folder; its path."""
+        path = self.path / f"block{index:06d}.npz"
+        np.savez(path, patterns=patterns.astype(np.int32), counts=counts.astype(np.float64))
+        return path
+
+
+class PatternSum:
+    """Distinct patterns of codes (``-1`` = missing) with summed counts, for columns of
+    ``cardinalities`` categories. Patterns are merged by their :func:`~lcbayes.encoding.
+    pattern_keys` (one int64 each, sorted), or as rows where the columns are too many for a
+    63-bit key."""
+
+    def __init__(self, cardinalities: Sequence[int]) -> None:
+        self.cardinalities = tuple(int(c) for c in cardinalities)
+        empty = np.zeros((0, len(self.cardinalities)), dtype=np.int32)
+        keys = pattern_keys(empty, self.cardinalities)
+        self.ids = empty if keys is None else keys  # sorted keys (1-d) or unique rows (2-d)
+        self.counts = np.zeros(0)
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+    def add(self, codes: np.ndarray, counts: np.ndarray | None = None) -> None:
+        """Add rows of ``codes`` with ``counts`` (default: one each)."""
+        ids = codes if self.ids.ndim == 2 else pattern_keys(codes, self.cardinalities)
+        if counts is None:  # compress the rows first: the merge below then sorts little
+            ids, counts = np.unique(ids, axis=0 if ids.ndim == 2 else None, return_counts=True)
+        self.ids, self.counts = _summed(np.concatenate([self.ids, ids]),
+                                        np.concatenate([self.counts, counts]))
+
+    def take(self, size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The first ``size`` (default: all) patterns and their counts, removed from the sum."""
+        size = len(self) if size is None else size
+        ids, counts = self.ids[:size], self.counts[:size]
+        self.ids, self.counts = self.ids[size:], self.counts[size:]
+        patterns = ids if ids.ndim == 2 else key_patterns(ids, self.cardinalities)
+        return patterns.astype(np.int32), counts.astype(np.float64)
+
+
+def _summed(ids: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``ids`` (keys or rows), sorted, with their ``counts`` summed."""
+    if ids.ndim == 2:
+        unique, inverse = np.unique(ids, axis=0, return_inverse=True)
+        return unique, np.bincount(inverse.reshape(-1), weights=counts, minlength=len(unique))
+    order = np.argsort(ids, kind="stable")  # two sorted runs: a linear merge
+    ids, counts = ids[order], counts[order].astype(np.float64)
+    if ids.shape[0] == 0:
+        return ids, counts
+    start = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]]))
+    return ids[start], np.add.reduceat(counts, start)
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,6 +122,8 @@ class PatternBlocks:
         n_rows: number of rows (fully missing ones included).
         n_observed_rows: rows with at least one observed value (the ``N`` of BIC).
         block_patterns: the most patterns a block holds.
+        spill: the folder of the file blocks, if any (module docstring: it is removed with
+            the last object holding it).
     """
 
     columns: tuple[str, ...]
@@ -43,6 +132,7 @@ class PatternBlocks:
     n_rows: int
     n_observed_rows: int
     block_patterns: int
+    spill: SpillFolder | None = None
 
     @property
     def cardinalities(self) -> tuple[int, ...]:
@@ -96,3 +186,16 @@ class PatternBlocks:
         """The unique patterns of a :class:`~lcbayes.Dataset` in blocks."""
         return cls.from_arrays(data.patterns, data.counts, data.columns, data.labels,
                                block_patterns)
+
+    def to_dataset(self) -> Dataset:
+        """All blocks as one pattern-form :class:`~lcbayes.Dataset`
+        (:meth:`~lcbayes.Dataset.from_patterns`: no rows are made), a pattern's counts in
+        several blocks added up; memory: the distinct patterns and one block. Its warnings
+        (constant columns, rows with no observed value) are left out: the scan gave them."""
+        total = PatternSum(self.cardinalities)
+        for patterns, counts in self:
+            total.add(patterns, counts)
+        patterns, counts = total.take()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return Dataset.from_patterns(patterns, counts, self.columns, self.labels)
