@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 import lcbayes as lcb
+from lcbayes.cli import main
 
 from .conftest import SHARED_DATA
 
@@ -211,6 +212,37 @@ def test_more_devices_than_jax_has_are_refused(engine):
         engine(lcb.latent_class(data, 2), data, devices=n + 1)
     with pytest.raises(lcb.ArgumentError, match="more than once"):
         engine(lcb.latent_class(data, 2), data, devices=[jax.devices()[0]] * 2)
+
+
+
+def test_incremental_em_is_refused_with_devices():
+    """IEM visits blocks of patterns in turn: nothing to split, and padding would change the
+    blocks."""
+    data = lcb.Dataset.from_codes(np.array([[0, 1], [1, 0], [1, 1]]))
+    with pytest.raises(lcb.ArgumentError, match="devices cannot be given with algorithm='iem'"):
+        lcb.em(lcb.latent_class(data, 2), data, algorithm="iem", devices=1)
+
+
+
+def _fit_cli(capsys, tmp_path, *options) -> tuple[int, str, str]:
+    csv = tmp_path / "small.csv"
+    csv.write_text("a,b,c\n" + "\n".join(["1,0,1", "1,1,1", "0,0,0", "0,,1", "1,1,0"]) + "\n")
+    status = main(["fit", str(csv), "--classes", "2", *options])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_the_command_line_passes_devices_to_em(capsys, tmp_path):
+    status, out, _ = _fit_cli(capsys, tmp_path, "--restarts", "2", "--devices", "1", "--json")
+    _, plain, _ = _fit_cli(capsys, tmp_path, "--restarts", "2", "--json")
+    assert status == 0
+    assert json.loads(out)["loglik"] == pytest.approx(json.loads(plain)["loglik"], abs=1e-12)
+
+
+def test_the_command_line_refuses_devices_for_other_methods(capsys, tmp_path):
+    status, out, err = _fit_cli(capsys, tmp_path, "--method", "ais", "--devices", "1")
+    assert (status, out) == (2, "")
+    assert "--devices applies to --method em or vbem" in err
 
 
 if __name__ == "__main__":

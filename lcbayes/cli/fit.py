@@ -48,7 +48,7 @@ OPTION_METHODS = {
     "eta": ("em",), "tol": ("em", "vbem"),
     "max_iter": ("em", "vbem"), "max_terms": ("exact",), "chains": ("ais",),
     "temperatures": ("ais",), "schedule": ("ais",), "kernel": ("ais",),
-    "target_stderr": ("ais",), "max_chains": ("ais",),
+    "target_stderr": ("ais",), "max_chains": ("ais",), "devices": ("em", "vbem"),
 }
 
 
@@ -108,6 +108,9 @@ def add_parser(sub) -> None:
     fit.add_argument("--max-chains", type=int, default=None,
                      help="ais with --target-stderr: the most chains (default: lcb.ais's, "
                           "a multiple of --chains)")
+    fit.add_argument("--devices", type=int, default=None,
+                     help="em, vbem: split the data patterns over the first N JAX devices "
+                          "(GPUs; default: one device)")
     fit.add_argument("--json", action="store_true", help="print one JSON object")
     fit.set_defaults(handler=run)
 
@@ -131,7 +134,8 @@ def _result(args: argparse.Namespace, structure, data):
                    **engine_options(args, chains="chains", temperatures="temperatures",
                                     schedule="schedule", kernel="kernel",
                                     target_stderr="target_stderr", max_chains="max_chains"))
-    options = engine_options(args, restarts="restarts", tol="tol", max_iter="max_iter")
+    options = engine_options(args, restarts="restarts", tol="tol", max_iter="max_iter",
+                             devices="devices")
     if args.method == "vbem":
         return vbem(structure, data, seed=args.seed, prior=bayes_prior, **options)
     se = {None: "empirical", "none": None}.get(args.se, args.se)

@@ -270,7 +270,7 @@ def em(
         devices: ``None`` (default): one device, JAX's default; a number ``n``: the first
             ``n`` of ``jax.devices()``; or a sequence of ``jax.Device``. The data patterns are
             split over them and the sums all-reduced (:mod:`lcbayes.sharding`): the same fit
-            to rounding, on several GPUs.
+            to rounding, on several GPUs (not with ``algorithm="iem"``).
     """
     start, seed = start_engine(structure, seed)
     restarts = check_int(restarts, "restarts", 0 if init is not None else 1)
@@ -291,6 +291,10 @@ def em(
     settings = algorithm_settings(algorithm, acceleration, prior=alphas is not None,
                                   padded=padding is not None, eta=eta, betas=betas,
                                   blocks=blocks, n_patterns=data.n_patterns)
+    if shards is not None and settings.algorithm == "iem":
+        raise ArgumentError("devices cannot be given with algorithm='iem': it visits blocks of "
+                            "patterns one after another, so there is nothing to split; leave "
+                            "devices=None")
     if alphas is not None and map_basis == "simplex" and min(a.min() for a in alphas) < 1:
         raise ArgumentError(
             "map_basis='simplex' needs every prior pseudo-count >= 1 (the posterior mode is on "
