@@ -20,8 +20,8 @@ exact EM makes one, which is why a stepwise pass followed by exact passes
 
 Minibatches: every pass reads the blocks in a random order, ``buffer_blocks`` at a time, and
 deals the rows of those blocks (their patterns' counts) into minibatches of ``batch_rows`` rows
-at random without replacement (multivariate hypergeometric draws), so no row is ever
-materialised: a minibatch is the buffer's patterns with the counts it drew. Every restart (a
+at random (:func:`_minibatches`: counts cut into pieces, pieces shuffled), so no row is ever
+materialised: a minibatch is some of the buffer's patterns with the counts it drew. Every restart (a
 lane of ``vmap``) sees the same minibatches. The minibatches must be random samples of rows:
 blocks cut from a file of rows in random order are, but blocks whose patterns are sorted (the
 blocks of :meth:`PatternBlocks.from_dataset <lcbayes.streaming.blocks.PatternBlocks.
@@ -90,19 +90,41 @@ def check_alpha(alpha) -> float:
     return alpha
 
 
+#: A minibatch is made of at least this many pieces of patterns' counts (:func:`_minibatches`).
+PIECES = 100
+
+
 def _minibatches(counts: np.ndarray, batch_rows: int, rng: np.random.Generator
-                 ) -> Iterator[np.ndarray]:
-    """The rows of one block (``counts`` per pattern) dealt at random into minibatches of at
-    most ``batch_rows`` rows: per minibatch, the counts it drew."""
-    remaining = np.rint(counts).astype(np.int64)
-    total = int(remaining.sum())
-    m = max(1, math.ceil(total / batch_rows))
-    sizes = np.diff(np.rint(np.linspace(0, total, m + 1)).astype(np.int64))
-    for size in sizes[:-1]:
-        draw = rng.multivariate_hypergeometric(remaining, size, method="marginals")
-        remaining -= draw
-        yield draw
-    yield remaining
+                 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The rows of a buffer (``counts`` per pattern) dealt at random into minibatches of
+    ``batch_rows`` rows (the last may be short): per minibatch, its patterns (indices) and
+    their counts.
+
+    Every pattern's count is cut into pieces of at most ``batch_rows / PIECES`` rows, the
+    pieces are shuffled and the shuffled sequence of rows is cut every ``batch_rows`` rows, so
+    a minibatch holds rows of at least ``PIECES`` random pieces, and every row is in exactly
+    one minibatch. The work is ``O(patterns + rows / piece)`` per pass (dealing the rows one
+    by one, or drawing every minibatch from all patterns, would be ``O(rows)`` or
+    ``O(patterns x minibatches)``). Measured on :func:`stepwise_em`'s simulated data, one
+    pass of 100-row minibatches: 32 pieces ended 0.07-0.09% below EM, 100 pieces (there rows
+    one by one) 0.015-0.036%."""
+    counts = np.rint(counts).astype(np.int64)
+    piece = max(1, batch_rows // PIECES)
+    n_pieces = -(-counts // piece)
+    owner = np.repeat(np.arange(counts.size), n_pieces)
+    sizes = np.full(owner.size, piece, dtype=np.int64)
+    full = n_pieces > 0
+    sizes[np.cumsum(n_pieces)[full] - 1] = counts[full] - (n_pieces[full] - 1) * piece
+    order = rng.permutation(owner.size)
+    owner, sizes = owner[order], sizes[order]
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    for low in range(0, int(ends[-1]) if ends.size else 0, batch_rows):
+        high = low + batch_rows
+        first, last = np.searchsorted(ends, low, "right"), np.searchsorted(starts, high)
+        rows = (np.minimum(ends[first:last], high) - np.maximum(starts[first:last], low))
+        index, inverse = np.unique(owner[first:last], return_inverse=True)
+        yield index, np.bincount(inverse, weights=rows, minlength=index.size)
 
 
 def _buffers(source: Source, buffer_blocks: int, rng: np.random.Generator
@@ -136,12 +158,9 @@ def stepwise_passes(source: Source, structure: Structure, x: np.ndarray, prior, 
     t = 0
     for _ in range(passes):
         for patterns, counts in _buffers(source, buffer_blocks, rng):
-            for batch in _minibatches(counts, batch_rows, rng):
-                keep = np.flatnonzero(batch)
-                if keep.size == 0:
-                    continue
+            for index, batch in _minibatches(counts, batch_rows, rng):
                 _, stats = block_stats(structure, jnp.log(x),
-                                       *source.padded(patterns[keep], batch[keep], size))
+                                       *source.padded(patterns[index], batch, size))
                 g = (t + 2.0) ** -alpha
                 s = (1.0 - g) * s + (g * source.n_rows / batch.sum()) * stats
                 x = m_steps(s, prior, shapes)
@@ -178,8 +197,8 @@ def stepwise_em(
         alpha: step-size exponent in ``(0.5, 1]``, ``g_t = (t + 2)^-alpha``.
         batch_rows: rows per minibatch; ``None``: ``N / 1000``, at least 100 (a thousand M
             steps per pass). Measured on 2*10^4 simulated rows (10 binary items, 3 classes),
-            one pass with ``alpha = 0.7``: 100-row minibatches end 0.01-0.03% below the EM
-            log-likelihood (3 seeds), 1000-row ones (20 steps) 0.02-2.6%.
+            one pass with ``alpha = 0.7``: 100-row minibatches end 0.015-0.036% below the EM
+            log-likelihood (3 seeds), 1000-row ones (20 steps) 0.10-1.4%.
         buffer_blocks: blocks read together and mixed into minibatches (module docstring).
         passes: passes over the data.
         restarts: random starts (as :func:`lcbayes.stream_em` makes them), run side by side.
