@@ -125,7 +125,9 @@ def pattern_keys(codes: np.ndarray, cardinalities: Sequence[int]) -> np.ndarray 
         return None
     key = np.zeros(codes.shape[0], dtype=np.int64)
     for j, radix in enumerate(radices):
-        key = key * radix + (codes[:, j].astype(np.int64) + 1)
+        key *= radix
+        key += codes[:, j]
+        key += 1
     return key
 
 

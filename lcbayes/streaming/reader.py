@@ -11,9 +11,10 @@ The file is read twice, ``chunk_rows`` rows at a time, and never held whole:
    column with more than ``max_categories`` values, or none observed, is refused with
    :meth:`~lcbayes.Dataset.from_pandas`'s message; a constant one is reported. ``categories``
    (``{column: labels}``, e.g. a model's) skips this pass for the columns it names.
-2. **Patterns.** Each chunk is read with a fixed dtype per column (numbers as float64, text as
-   strings), coded against those labels (:func:`pandas.factorize`, then the few distinct values
-   coded) and compressed to unique patterns with counts, which are added to the current block
+2. **Patterns.** Each chunk is read again (text columns as strings, numbers as pandas types
+   them: measured faster than a fixed float64), coded against those labels (numbers by a sorted
+   search, other values by :func:`pandas.factorize` and the few distinct values coded) and
+   compressed to unique patterns with counts, which are added to the current block
    by their mixed-radix keys (:class:`~lcbayes.streaming.blocks.PatternSum`). Whenever the block
    passes ``block_patterns`` distinct patterns, full blocks are written as ``.npz`` files into a
    spill folder and the rest goes on (a pattern may so be in several blocks: the engines add
@@ -144,7 +145,8 @@ class _Table:
                 yield batch.to_pandas()[columns]
         else:
             for chunk in read_chunks(self.path, self.chunk_rows, encoding=self.encoding,
-                                     sep=self.sep, usecols=columns, dtype=dtypes):
+                                     sep=self.sep, usecols=columns, dtype=dtypes,
+                                     low_memory=False):  # the chunk is the memory bound
                 yield chunk[columns]
 
 
@@ -243,17 +245,19 @@ def _scan_patterns(table: _Table, columns: list[str], labels: list[tuple[Hashabl
                    spill_dir: str | os.PathLike | None) -> PatternBlocks:
     """The file's rows coded against ``labels`` as blocks of unique patterns (module
     docstring)."""
-    dtypes = {c: (np.float64 if kinds[c] == "number" else str) for c in columns
-              if kinds[c] in ("number", "text")}
+    dtypes = {c: str for c in columns if kinds[c] == "text"}  # numbers: pandas' own (faster)
     block = PatternSum(len(lab) for lab in labels)
     files: list[Path] = []
     spill = None
     n_rows = n_observed = 0
     for chunk in table.chunks(columns, dtypes):
-        codes = np.stack([_codes(chunk[c], c, lab) for c, lab in zip(columns, labels,
-                                                                     strict=True)], axis=1)
+        codes = np.empty(chunk.shape, dtype=np.int32, order="F")  # columns contiguous
+        observed = np.zeros(chunk.shape[0], dtype=bool)
+        for j, (name, lab) in enumerate(zip(columns, labels, strict=True)):
+            codes[:, j] = _codes(chunk[name], name, lab)
+            observed |= codes[:, j] >= 0
         n_rows += codes.shape[0]
-        n_observed += int(np.count_nonzero((codes >= 0).any(axis=1)))
+        n_observed += int(np.count_nonzero(observed))
         block.add(codes)
         while len(block) > block_patterns:
             if spill is None:
@@ -268,8 +272,20 @@ def _scan_patterns(table: _Table, columns: list[str], labels: list[tuple[Hashabl
 
 
 def _codes(series: pd.Series, name: str, labels: tuple[Hashable, ...]) -> np.ndarray:
-    """The int32 codes of one chunk of a column against its labels: the distinct values are
-    found by :func:`pandas.factorize` and coded by :func:`encode_column`."""
+    """The int32 codes of one chunk of a column against its labels: numbers against integer
+    labels by a sorted search, anything else by :func:`pandas.factorize` with the distinct
+    values coded by :func:`encode_column` (which also words the error of a value that is not
+    among the labels)."""
+    if series.dtype.kind in "iuf" and all(type(v) is int for v in labels):
+        values = series.to_numpy()
+        ordered = np.asarray(labels, dtype=np.float64 if series.dtype.kind == "f" else np.int64)
+        order = np.argsort(ordered)
+        ordered = ordered[order]
+        at = np.minimum(np.searchsorted(ordered, values), len(labels) - 1)
+        found = ordered[at] == values
+        missing = np.isnan(values) if series.dtype.kind == "f" else False
+        if np.all(found | missing):  # else the route below words the error
+            return np.where(found, order[at], MISSING).astype(np.int32)
     index, distinct = pd.factorize(series)
     coded, _ = encode_column(pd.Series(distinct), name, len(labels), labels)
     return np.append(coded, MISSING).astype(np.int32)[index]  # index -1 (NA) picks MISSING
