@@ -41,8 +41,8 @@ class StreamRecord:
             the data each; never decreasing for EM and VBEM).
         n_iter, converged: its iterations and whether the objective changed by less than
             ``tol`` per observed row.
-        n_passes: passes over the data in all (every restart runs in the same passes; a
-            stepwise pass counts one, the final evaluation one).
+        n_passes: passes over the data in all (every restart runs in the same passes; the
+            random starts, a stepwise pass and the final evaluation count one each).
         restart_objectives, restart_n_iter, restart_converged: per restart.
         n_rows, n_observed_rows, n_blocks: rows, rows with an observed value, blocks read per
             pass.

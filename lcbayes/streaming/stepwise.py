@@ -240,7 +240,7 @@ def stepwise_em(
     n = x.shape[0]
     fit = finish_em(source, structure, x, prior_arg, started,
                     history=np.full((n, 0), np.nan), n_iter=np.zeros(n, dtype=np.int64),
-                    converged=np.zeros(n, dtype=bool), n_passes=2 * passes - 1,
+                    converged=np.zeros(n, dtype=bool), n_passes=2 * passes - 1 + (restarts > 0),
                     seed=seed_record(seed), restarts=n, tol=tol, max_iter=passes,
                     estimator="ml" if prior is None else "map",
                     map_basis=None if prior is None else map_basis, method="stepwise",
