@@ -176,6 +176,23 @@ def test_scan_of_a_parquet_file_gives_the_patterns_of_from_csv(tmp_path):
     assert_same_data(blocks, Dataset.from_csv(csv))
 
 
+def test_parquet_categorical_columns_keep_their_category_order(tmp_path):
+    pytest.importorskip("pyarrow")
+    frame = pd.DataFrame({
+        "c": pd.Categorical(["b", "a", None, "b"] * 30, categories=["b", "a", "z"]),
+        "n": [1, 2, None, 4] * 30,
+        "f": [True, False, None, True] * 30,
+    })
+    path = tmp_path / "cat.pq"
+    frame.to_parquet(path, row_group_size=7)
+    with pytest.warns(UserWarning, match="30 of 120 rows have no observed value"):
+        blocks = scan_file(path, chunk_rows=5, block_patterns=3)
+    with pytest.warns(UserWarning, match="30 of 120 rows have no observed value"):
+        expected = Dataset.from_pandas(pd.read_parquet(path))
+    assert blocks.labels[0] == ("b", "a", "z")  # unused categories kept, in their order
+    assert_same_data(blocks, expected)
+
+
 def awkward_frame(n: int, seed: int = 0) -> pd.DataFrame:
     """Strings with spaces, empty fields and NA strings, integral floats, a constant column,
     booleans with gaps, a column of numbers up to row 60 and text after, fully missing rows."""

@@ -7,7 +7,8 @@ The file is read twice, ``chunk_rows`` rows at a time, and never held whole:
    strings stripped; NA strings, empty and blank fields missing), so a file read here and by
    :meth:`lcbayes.Dataset.from_csv` gets the same labels and codes. A CSV column is typed as
    pandas types the whole file: numbers where every chunk's values are numbers, booleans where
-   every chunk's are, else the text as written (such a column is read once more, as text). A
+   every chunk's are, else the text as written (such a column is read once more, as text); a
+   Parquet dictionary column (a pandas ``Categorical``) keeps its categories' order. A
    column with more than ``max_categories`` values, or none observed, is refused with
    :meth:`~lcbayes.Dataset.from_pandas`'s message; a constant one is reported. ``categories``
    (``{column: labels}``, e.g. a model's) skips this pass for the columns it names.
@@ -164,11 +165,11 @@ def _parquet_file(path: Path, name: str):
 
 # ---------------------------------------------------------------------- pass 1: labels
 def _scan_labels(table: _Table, columns: list[str],
-                 max_categories: int) -> dict[str, tuple[str | None, tuple[Hashable, ...]]]:
-    """Per column, its kind (``"number"``, ``"bool"``, ``"text"``) and labels."""
+                 max_categories: int) -> dict[str, tuple[Hashable, tuple[Hashable, ...]]]:
+    """Per column, its kind (``"number"``, ``"bool"``, ``"text"``, ...) and labels."""
     if not columns:
         return {}
-    kinds: dict[str, set[str]] = {c: set() for c in columns}
+    kinds: dict[str, set[Hashable]] = {c: set() for c in columns}
     values: dict[str, set] = {c: set() for c in columns}
 
     def gather(chunk: pd.DataFrame, names: list[str]) -> None:
@@ -198,20 +199,23 @@ def _scan_labels(table: _Table, columns: list[str],
             for c in columns}
 
 
-def _kind(kinds: set[str]) -> str | None:
+def _kind(kinds: set[Hashable]) -> Hashable:
     """The kind of a column whose chunks were of ``kinds``."""
     return next(iter(kinds)) if len(kinds) == 1 else (None if not kinds else "mixed")
 
 
-def _chunk_values(series: pd.Series) -> tuple[str | None, list]:
+def _chunk_values(series: pd.Series) -> tuple[Hashable, list]:
     """The kind of one chunk of a column (None: no value observed; ``"mixed"``: an object
-    column of several types) and its distinct observed values."""
+    column of several types; ``("category", categories)``: a pandas ``Categorical``, as a
+    Parquet dictionary column reads) and its distinct observed values."""
+    category = None
     if isinstance(series.dtype, pd.CategoricalDtype):
+        category = ("category", tuple(series.dtype.categories))
         series = series.astype(object)
     distinct = pd.unique(series.to_numpy(dtype=object) if series.dtype == object else series)
     distinct = [v for v in distinct.tolist() if not pd.isna(v)]
-    if not distinct:
-        return None, distinct
+    if not distinct or category:
+        return (category if distinct else None), distinct
     if pd.api.types.is_bool_dtype(series.dtype):
         return "bool", distinct
     if pd.api.types.is_numeric_dtype(series.dtype):
@@ -221,12 +225,16 @@ def _chunk_values(series: pd.Series) -> tuple[str | None, list]:
     return ("bool" if all(isinstance(v, bool | np.bool_) for v in distinct) else "mixed"), distinct
 
 
-def _labels(name: str, kind: str | None, values: set,
+def _labels(name: str, kind: Hashable, values: set,
             max_categories: int) -> tuple[Hashable, ...]:
     """The labels :func:`encode_column` gives a column of these distinct values (its errors and
-    its warning of a constant column included)."""
-    series = pd.Series(sorted(values) if kind == "number" else list(values),
-                       dtype=None if kind == "number" else object)
+    its warning of a constant column included): a ``Categorical``'s keep its categories'
+    order, as :meth:`~lcbayes.Dataset.from_pandas` keeps it."""
+    if isinstance(kind, tuple):
+        series = pd.Series(pd.Categorical(list(values), categories=kind[1]))
+    else:
+        series = pd.Series(sorted(values) if kind == "number" else list(values),
+                           dtype=None if kind == "number" else object)
     return encode_column(series, name, max_categories)[1]
 
 
