@@ -10,6 +10,7 @@ import pytest
 
 import lcbayes as lcb
 from lcbayes.cli import main
+from lcbayes.learn.merge_screen import merge_log_likelihoods, screen_merges
 from lcbayes.learn.mixture import ClassModel, independence_model, random_model
 from lcbayes.learn.operations import EDGE, merge, split_perturbation, split_starts, substitute
 from lcbayes.learn.restarts import (
@@ -100,6 +101,30 @@ def test_merge_is_the_weighted_average():
     np.testing.assert_allclose(merged.weights, [0.7, 0.3])
     np.testing.assert_allclose(merged.items[0][0], (0.2 * np.array([0.1, 0.9]) +
                                                     0.5 * np.array([0.5, 0.5])) / 0.7)
+
+
+def test_merge_log_likelihoods_are_those_of_the_merged_models(small):
+    rng = np.random.default_rng(3)
+    for m in (2, 3, 6):
+        model = random_model(small, m, rng)
+        model.items[0][1] = [1.0, 0.0]                       # a zero probability
+        pairs = [(a, b) for a in range(m) for b in range(m) if a != b]
+        np.testing.assert_allclose(merge_log_likelihoods(small, model, pairs),
+                                   [_loglik(small, merge(model, a, b)) for a, b in pairs],
+                                   rtol=1e-12)
+
+
+def test_screen_merges_keeps_the_best_in_their_order(small):
+    rng = np.random.default_rng(4)
+    base = [random_model(small, 4, rng) for _ in range(2)]
+    merges = [(model, a, b) for model in base for a in range(4) for b in range(a + 1, 4)]
+    every = screen_merges(small, merges, keep=len(merges))
+    assert len(every) == 12 and all(
+        np.array_equal(s.weights, merge(*m).weights) for s, m in zip(every, merges, strict=True))
+    logliks = np.array([_loglik(small, s) for s in every])
+    kept = screen_merges(small, merges, keep=5)
+    best = np.sort(np.argsort(-logliks)[:5])
+    assert [_loglik(small, s) for s in kept] == pytest.approx(logliks[best].tolist(), rel=1e-12)
 
 
 # ---------------------------------------------------------------------- EM on lanes

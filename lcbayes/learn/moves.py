@@ -17,6 +17,12 @@ model) or ``None`` when it has none; the driver (:mod:`.search`) decides whether
   ``L_s`` of the last split with every old one (``2 (m - 1)`` per ``s``) as the starts of one
   multiple-restart EM with ``q = 10``.
 
+Of more than :data:`~.merge_screen.MERGE_SCREEN` merge starts (Merge from 17 classes on, Adjust
+from 9), only that many with the highest log-likelihood enter the multiple-restart EM
+(:func:`~.merge_screen.screen_merges`; each merge's log-likelihood is computed exactly from its
+one changed class): at 30+ classes the thousands of starts otherwise took most of the search's
+time (lcbayes's departure from the thesis, which fits them all).
+
 :class:`RandomMoves` start from random models instead (Standard3): ``starts`` uniform random
 models with ``m + 1``, ``m - 1`` and ``m`` classes, multiple-restart EM with ``q = 2``.
 
@@ -34,8 +40,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..data import Dataset
+from .merge_screen import screen_merges
 from .mixture import ClassModel, independence_model, random_model
-from .operations import merge, split_starts, substitute
+from .operations import split_starts, substitute
 from .restarts import EMSettings, Fitted, class_posteriors, log_likelihoods, multiple_restart_em
 from .scoring import Scorer
 
@@ -125,8 +132,9 @@ class ReuseMoves:
         if self._merge is not None and self._merge[0] is model:
             return self._merge[1]
         m = model.n_classes
-        result = None if m < 2 else self.ctx.best_of(
-            [merge(model, a, b) for a, b in combinations(range(m), 2)], self.ctx.q_merge)
+        result = None if m < 2 else self.ctx.best_of(screen_merges(
+            self.ctx.data, [(model, a, b) for a, b in combinations(range(m), 2)]),
+            self.ctx.q_merge)
         self._merge = (model, result)
         return result
 
@@ -138,8 +146,9 @@ class ReuseMoves:
             resplit = self.up(merged)
             if resplit is not None and resplit.score > current.score + ctx.delta:
                 return resplit
-        starts = [merge(found, a, b) for s, found in enumerate(own_splits)
-                  for a in (s, m) for b in range(m + 1) if b not in (s, m)]
+        starts = screen_merges(ctx.data, [(found, a, b) for s, found in enumerate(own_splits)
+                                          for a in (s, m) for b in range(m + 1)
+                                          if b not in (s, m)])
         if not starts:
             return None
         return ctx.best_of(starts, ctx.q_merge)

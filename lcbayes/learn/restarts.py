@@ -151,10 +151,17 @@ def prune_em(padded: Structure, data: Dataset, flats: np.ndarray, active: np.nda
 
 
 def _lc_lanes(data: Dataset, models: list[ClassModel]):
-    """Latent class models (same ``m``) as lanes of their capacity layout."""
+    """Latent class models (same ``m``) as lanes of their capacity layout: the same rows as
+    :meth:`~.mixture.ClassModel.padded` of each model, every table padded once for the whole
+    batch (a merge or adjust step at 30+ classes has thousands of starts)."""
     pad = layout(data, models[0].n_classes)
-    packed = [s.padded(pad) for s in models]
-    return pad, *(np.stack(parts) for parts in zip(*packed, strict=True))
+    tables = [np.stack([m.weights for m in models])[:, None, :],
+              *(np.stack(t) for t in zip(*(m.items for m in models), strict=True))]
+    flats = np.concatenate([t.reshape(len(models), -1) for t in pad.pad(tables)], axis=1)
+    active, values = pad.held()
+    n = len(models)
+    return pad, flats, np.broadcast_to(active, (n, active.size)), np.broadcast_to(
+        values, (n, values.size))
 
 
 def multiple_restart_em(data: Dataset, starts: list[ClassModel], q: int, settings: EMSettings,
