@@ -245,6 +245,10 @@ def test_categories_skip_the_first_pass_and_code_against_given_labels(tmp_path):
     assert summed(blocks) == {(1, 1): 2.0, (2, 1): 2.0}
     with pytest.raises(DataError, match=r"'b' has value\(s\) \['x'\]"):
         scan_file(path, categories={"a": (1, 2), "b": ("y",)})
+    with pytest.warns(UserWarning, match="'b' is constant"):  # b's labels found, a's given
+        some = scan_file(path, ["a", "b"], categories={"a": (3, 2, 1)}, chunk_rows=3)
+    assert some.labels == ((3, 2, 1), ("x",))
+    assert summed(some) == {(1, 0): 2.0, (2, 0): 2.0}
 
 
 def test_columns_choose_and_order(tmp_path, carcinoma):

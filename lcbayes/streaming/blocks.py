@@ -57,9 +57,10 @@ class SpillFolder:
         return SpillFolder, (str(self.path),)
 
     def write(self, index: int, patterns: np.ndarray, counts: np.ndarray) -> Path:
-        """Block ``index`` as an ``.npz`` file of the folder; its path."""
+        """Block ``index`` as an ``.npz`` file of the folder (``patterns`` as they are: int32
+        in a block of :class:`PatternBlocks`); its path."""
         path = self.path / f"block{index:06d}.npz"
-        np.savez(path, patterns=patterns.astype(np.int32), counts=counts.astype(np.float64))
+        np.savez(path, patterns=patterns, counts=counts.astype(np.float64))
         return path
 
 

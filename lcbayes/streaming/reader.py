@@ -1,36 +1,43 @@
 """Reading a CSV or Parquet file bigger than memory into pattern blocks: :func:`scan_file`.
 
-The file is read twice, ``chunk_rows`` rows at a time, and never held whole:
+The file is parsed once, ``chunk_rows`` rows at a time, and never held whole:
 
-1. **Labels.** Each column's distinct values are gathered over the chunks and turned into labels
-   by the rules of :func:`lcbayes.encoding.encode_column` (sorted; integral numbers as integers;
-   strings stripped; NA strings, empty and blank fields missing), so a file read here and by
-   :meth:`lcbayes.Dataset.from_csv` gets the same labels and codes. A CSV column is typed as
-   pandas types the whole file: numbers where every chunk's values are numbers, booleans where
-   every chunk's are, else the text as written (such a column is read once more, as text); a
-   Parquet dictionary column (a pandas ``Categorical``) keeps its categories' order. A
-   column with more than ``max_categories`` values, or none observed, is refused with
-   :meth:`~lcbayes.Dataset.from_pandas`'s message; a constant one is reported. ``categories``
-   (``{column: labels}``, e.g. a model's) skips this pass for the columns it names.
-2. **Patterns.** Each chunk is read again (text columns as strings, numbers as pandas types
-   them: measured faster than a fixed float64), coded against those labels (numbers by a sorted
-   search, other values by :func:`pandas.factorize` and the few distinct values coded) and
-   compressed to unique patterns with counts, which are added to the current block
-   by their mixed-radix keys (:class:`~lcbayes.streaming.blocks.PatternSum`). Whenever the block
+1. **Labels** (:class:`_FirstPass`). Each column's distinct values are gathered over the chunks
+   and turned into labels by the rules of :func:`lcbayes.encoding.encode_column` (sorted;
+   integral numbers as integers; strings stripped; NA strings, empty and blank fields missing),
+   so a file read here and by :meth:`lcbayes.Dataset.from_csv` gets the same labels and codes.
+   A CSV column is typed as pandas types the whole file: numbers where every chunk's values are
+   numbers, booleans where every chunk's are, else the text as written; a Parquet dictionary
+   column (a pandas ``Categorical``) keeps its categories' order. A column with more than
+   ``max_categories`` values, or none observed, is refused with
+   :meth:`~lcbayes.Dataset.from_pandas`'s message (the first chunk that shows too many values
+   stops the scan); a constant one is reported. ``categories`` (``{column: labels}``, e.g. a
+   model's) gives the labels of the columns it names; when it names them all, this pass is
+   left out and the rows are coded as they are read. Meanwhile each chunk's rows, in
+   provisional codes (values numbered as they come), are compressed to unique patterns with
+   counts (*pieces*, int8 where the values are few: in memory up to ``block_patterns``
+   patterns in all, then in files).
+2. **Patterns.** The pieces are mapped to the labels' codes and added to the current block by
+   their mixed-radix keys (:class:`~lcbayes.streaming.blocks.PatternSum`). Whenever the block
    passes ``block_patterns`` distinct patterns, full blocks are written as ``.npz`` files into a
    spill folder and the rest goes on (a pattern may so be in several blocks: the engines add
-   them up). The last block stays in memory.
+   them up). The last block stays in memory. Only where a CSV column's type changed between
+   chunks (it is then text over the whole file) is that column read again as text and the file
+   parsed a second time, chunk by chunk, coded against the labels directly.
 
-Memory: one chunk of rows (its DataFrame and codes) and the distinct patterns of one block. The
-spill folder (in ``spill_dir``, default the system's temporary folder) is removed with the last
+Memory: one chunk of rows (pandas' parser dominates: about 460 MiB of peak RSS at the default
+``chunk_rows=250_000`` for 20 columns, JAX loaded, and twice that at 10^6 rows, for the same
+speed), the pieces held and the distinct patterns of one block. The spill folders (in
+``spill_dir``, default the system's temporary folder) are removed with the objects holding them:
+the pieces' when the scan ends, the blocks' with the last
 :class:`~lcbayes.streaming.blocks.PatternBlocks` holding it (see there). Missing values are data
 as in :class:`~lcbayes.Dataset`: rows are never dropped; rows with no observed value count in
 ``n_rows``, not in ``n_observed_rows``, and are reported.
 
 Example::
 
-    blocks = lcb.scan_file("big.csv", chunk_rows=1_000_000)   # or "big.parquet"
-    data = blocks.to_dataset()      # the distinct patterns as a Dataset, when they fit
+    blocks = lcb.scan_file("big.csv")      # or "big.parquet"
+    data = blocks.to_dataset()             # the distinct patterns as a Dataset, when they fit
 """
 
 from __future__ import annotations
@@ -66,7 +73,7 @@ def scan_file(
     path: str | os.PathLike,
     columns: Sequence[str] | None = None,
     *,
-    chunk_rows: int = 1_000_000,
+    chunk_rows: int = 250_000,
     max_categories: int = DEFAULT_MAX_CATEGORIES,
     categories: Mapping[str, Sequence[Hashable]] | None = None,
     block_patterns: int = 1_000_000,
@@ -82,10 +89,11 @@ def scan_file(
             ``pip install 'lcbayes[parquet]'``).
         columns: the columns to use, in this order (default: all, or those of
             ``categories``).
-        chunk_rows: rows read at a time.
+        chunk_rows: rows read at a time (the memory a scan holds; a larger chunk is no
+            faster).
         max_categories: a column with more distinct values is refused (bin it first).
         categories: ``{column: labels}`` to code those columns against fixed labels (a value
-            outside them is refused); the first pass is skipped for them.
+            outside them is refused; the column may be constant or all missing).
         block_patterns: the most distinct patterns a block holds.
         spill_dir: an existing folder to write block files into (in a new folder of its own).
         sep, encoding: of a CSV file, found as :meth:`lcbayes.Dataset.from_csv` finds them
@@ -103,13 +111,16 @@ def scan_file(
         columns = list(categories)
     columns = table.names if columns is None else chosen_columns(table.names, columns)
     fixed = {str(c): tuple(lab) for c, lab in (categories or {}).items()}
-    labels = {c: fixed[c] for c in columns if c in fixed}
-    kinds = {c: _kind_of_labels(lab) for c, lab in labels.items()}
-    for name, (kind, lab) in _scan_labels(table, [c for c in columns if c not in labels],
-                                          max_categories).items():
-        kinds[name], labels[name] = kind, lab
-    blocks = _scan_patterns(table, columns, [labels[c] for c in columns], kinds,
-                            block_patterns, spill_dir)
+    if all(c in fixed for c in columns):  # the labels are known: one pass codes the rows
+        labels = [fixed[c] for c in columns]
+        pieces = _coded_chunks(table, columns, labels,
+                               {c: _kind_of_labels(fixed[c]) for c in columns})
+    else:
+        first = _FirstPass(table, columns, fixed, max_categories, block_patterns, spill_dir)
+        labels = first.labels()
+        pieces = (_coded_chunks(table, columns, labels, first.read_as) if first.reread
+                  else first.coded(labels))
+    blocks = _blocks(pieces, columns, labels, block_patterns, spill_dir)
     fully_missing = blocks.n_rows - blocks.n_observed_rows
     if fully_missing and categories is None:  # as from_pandas: rows to classify may be empty
         warnings.warn(fully_missing_message(fully_missing, blocks.n_rows), stacklevel=2)
@@ -164,39 +175,123 @@ def _parquet_file(path: Path, name: str):
 
 
 # ---------------------------------------------------------------------- pass 1: labels
-def _scan_labels(table: _Table, columns: list[str],
-                 max_categories: int) -> dict[str, tuple[Hashable, tuple[Hashable, ...]]]:
-    """Per column, its kind (``"number"``, ``"bool"``, ``"text"``, ...) and labels."""
-    if not columns:
-        return {}
-    kinds: dict[str, set[Hashable]] = {c: set() for c in columns}
-    values: dict[str, set] = {c: set() for c in columns}
+class _FirstPass:
+    """Pass 1 (module docstring): each column's distinct raw values, numbered as they come
+    (provisional codes), and each chunk's rows in those codes compressed to unique patterns
+    with counts (the *pieces*: in memory up to ``block_patterns`` patterns in all, then in
+    files of their own folder, removed with this object), so that pass 2 maps the pieces to
+    the labels' codes instead of parsing the file again. A CSV column typed differently in
+    different chunks (``"mixed"``) is typed as text over the whole file, as pandas types it:
+    its labels come from reading it again as text, and pass 2 then reads the file again
+    (``reread``)."""
 
-    def gather(chunk: pd.DataFrame, names: list[str]) -> None:
-        for name in names:
-            kind, distinct = _chunk_values(chunk[name])
-            kinds[name].update([kind] if kind else [])
-            if _kind(kinds[name]) == "mixed" and not table.parquet:
-                values[name].clear()  # read again as text below
-                continue
-            values[name].update(distinct)
-            if len(values[name]) > max_categories and len(_labels(
-                    name, _kind(kinds[name]), values[name], len(values[name]))) > max_categories:
-                raise DataError(too_many_message(name, f"more than {max_categories}",
-                                                 max_categories))  # no need to read on
+    def __init__(self, table: _Table, columns: list[str], fixed: Mapping[str, tuple],
+                 max_categories: int, block_patterns: int, spill_dir) -> None:
+        self.table, self.columns, self.fixed = table, columns, fixed
+        self.max_categories, self.block_patterns, self.spill_dir = (max_categories,
+                                                                    block_patterns, spill_dir)
+        self.ids: dict[str, dict[Hashable, int]] = {c: {} for c in columns}
+        self.kinds: dict[str, set[Hashable]] = {c: set() for c in columns}
+        self.pieces: list[tuple[np.ndarray, np.ndarray] | Path] = []
+        self.held = 0
+        self.folder: SpillFolder | None = None
+        n_rows = 0
+        for chunk in table.chunks(columns, {}):
+            codes = np.empty(chunk.shape, dtype=np.int32, order="F")
+            for j, name in enumerate(columns):
+                codes[:, j] = self._provisional(chunk[name], name)
+            n_rows += chunk.shape[0]
+            if not any(self._mixed(c) for c in columns):  # else the pieces are of no use
+                self._keep(codes)
+        check_not_empty(n_rows, len(columns))
+        mixed = [c for c in columns if self._mixed(c)]
+        self.reread = bool(mixed)
+        if mixed:
+            self.pieces = []
+            self.ids.update({c: {} for c in mixed})
+            self.kinds.update({c: set() for c in mixed})
+            for chunk in table.chunks(mixed, dict.fromkeys(mixed, str)):
+                for name in mixed:
+                    self._provisional(chunk[name], name)
 
-    n_rows = 0
-    for chunk in table.chunks(columns):
-        gather(chunk, columns)
-        n_rows += chunk.shape[0]
-    check_not_empty(n_rows, len(columns))
-    mixed = [c for c in columns if _kind(kinds[c]) == "mixed" and not table.parquet]
-    if mixed:  # typed as text over the whole file, as pandas types it
-        kinds.update({c: set() for c in mixed})
-        for chunk in table.chunks(mixed, dict.fromkeys(mixed, str)):
-            gather(chunk, mixed)
-    return {c: (_kind(kinds[c]), _labels(c, _kind(kinds[c]), values[c], max_categories))
-            for c in columns}
+    def _mixed(self, name: str) -> bool:
+        return not self.table.parquet and _kind(self.kinds[name]) == "mixed"
+
+    def _provisional(self, series: pd.Series, name: str) -> np.ndarray:
+        """One chunk of a column in provisional codes (``-1``: NA); refuses a column with too
+        many values as soon as a chunk shows it."""
+        index, distinct = pd.factorize(series)
+        values = distinct.tolist()
+        self.kinds[name].update([_chunk_kind(series, values)] if values else [])
+        if self._mixed(name):
+            self.ids[name].clear()  # read again as text
+            return index
+        ids = self.ids[name]
+        local = np.fromiter((ids.setdefault(v, len(ids)) for v in values), dtype=np.int32,
+                            count=len(values))
+        bound = len(self.fixed[name]) + 1 if name in self.fixed else self.max_categories
+        if len(ids) > bound:
+            self._check(name)
+        return np.append(local, MISSING)[index]
+
+    def _check(self, name: str) -> None:
+        if name in self.fixed:  # a value outside the given labels is refused here
+            self._mapping(name, self.fixed[name])
+            return
+        with warnings.catch_warnings():  # of a constant column: at the end, once
+            warnings.simplefilter("ignore", UserWarning)
+            labels = _labels(name, _kind(self.kinds[name]), list(self.ids[name]),
+                             len(self.ids[name]))
+        if len(labels) > self.max_categories:
+            raise DataError(too_many_message(name, f"more than {self.max_categories}",
+                                             self.max_categories))  # no need to read on
+
+    def _keep(self, codes: np.ndarray) -> None:
+        """Keep one chunk's unique patterns in provisional codes, with counts."""
+        chunk = PatternSum(len(self.ids[c]) for c in self.columns)
+        chunk.add(codes)
+        patterns, counts = chunk.take()
+        patterns = patterns.astype(np.min_scalar_type(-1 - max(chunk.cardinalities)))  # int8
+        if self.held + patterns.shape[0] <= self.block_patterns:
+            self.held += patterns.shape[0]
+            self.pieces.append((patterns, counts))
+            return
+        if self.folder is None:
+            self.folder = SpillFolder.create(self.spill_dir)
+        self.pieces.append(self.folder.write(len(self.pieces), patterns, counts))
+
+    def labels(self) -> list[tuple[Hashable, ...]]:
+        """Each column's labels: the given ones, or those of its distinct values."""
+        return [self.fixed[c] if c in self.fixed else
+                _labels(c, _kind(self.kinds[c]), list(self.ids[c]), self.max_categories)
+                for c in self.columns]
+
+    @property
+    def read_as(self) -> dict[str, Hashable]:
+        """Each column's kind, for reading the file again (:func:`_coded_chunks`)."""
+        return {c: _kind_of_labels(self.fixed[c]) if c in self.fixed else _kind(self.kinds[c])
+                for c in self.columns}
+
+    def _mapping(self, name: str, labels: tuple[Hashable, ...]) -> np.ndarray:
+        """Provisional code -> code of ``labels`` (the last entry: ``-1`` -> ``-1``)."""
+        values = list(self.ids[name])
+        coded, _ = encode_column(_value_series(_kind(self.kinds[name]), values), name,
+                                 len(labels), labels)
+        return np.append(coded, MISSING).astype(np.int32)
+
+    def coded(self, labels: list[tuple[Hashable, ...]]
+              ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Pass 2 over the pieces: their patterns in the codes of ``labels``, with counts."""
+        maps = [self._mapping(c, lab) for c, lab in zip(self.columns, labels, strict=True)]
+        for piece in self.pieces:
+            if isinstance(piece, Path):
+                with np.load(piece) as stored:
+                    piece = stored["patterns"], stored["counts"]
+            patterns, counts = piece
+            codes = np.empty(patterns.shape, dtype=np.int32, order="F")
+            for j, mapping in enumerate(maps):
+                codes[:, j] = mapping[patterns[:, j]]
+            yield codes, counts
 
 
 def _kind(kinds: set[Hashable]) -> Hashable:
@@ -204,38 +299,36 @@ def _kind(kinds: set[Hashable]) -> Hashable:
     return next(iter(kinds)) if len(kinds) == 1 else (None if not kinds else "mixed")
 
 
-def _chunk_values(series: pd.Series) -> tuple[Hashable, list]:
-    """The kind of one chunk of a column (None: no value observed; ``"mixed"``: an object
-    column of several types; ``("category", categories)``: a pandas ``Categorical``, as a
-    Parquet dictionary column reads) and its distinct observed values."""
-    category = None
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        category = ("category", tuple(series.dtype.categories))
-        series = series.astype(object)
-    distinct = pd.unique(series.to_numpy(dtype=object) if series.dtype == object else series)
-    distinct = [v for v in distinct.tolist() if not pd.isna(v)]
-    if not distinct or category:
-        return (category if distinct else None), distinct
-    if pd.api.types.is_bool_dtype(series.dtype):
-        return "bool", distinct
-    if pd.api.types.is_numeric_dtype(series.dtype):
-        return "number", distinct
-    if all(isinstance(v, str) for v in distinct):
-        return "text", distinct
-    return ("bool" if all(isinstance(v, bool | np.bool_) for v in distinct) else "mixed"), distinct
+def _chunk_kind(series: pd.Series, values: list) -> Hashable:
+    """The kind of one chunk of a column with these distinct observed ``values``:
+    ``"number"``, ``"bool"``, ``"text"``, ``("category", categories)`` (a pandas
+    ``Categorical``, as a Parquet dictionary column reads) or ``"mixed"`` (an object column
+    of several types)."""
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return "category", tuple(dtype.categories)
+    if pd.api.types.is_bool_dtype(dtype):
+        return "bool"
+    if pd.api.types.is_numeric_dtype(dtype):
+        return "number"
+    if all(isinstance(v, str) for v in values):
+        return "text"
+    return "bool" if all(isinstance(v, bool | np.bool_) for v in values) else "mixed"
 
 
-def _labels(name: str, kind: Hashable, values: set,
+def _value_series(kind: Hashable, values: list) -> pd.Series:
+    """Distinct values of a column as the Series :func:`encode_column` reads them as."""
+    if isinstance(kind, tuple):
+        return pd.Series(pd.Categorical(values, categories=kind[1]))
+    return pd.Series(values, dtype=None if kind == "number" else object)
+
+
+def _labels(name: str, kind: Hashable, values: list,
             max_categories: int) -> tuple[Hashable, ...]:
     """The labels :func:`encode_column` gives a column of these distinct values (its errors and
     its warning of a constant column included): a ``Categorical``'s keep its categories'
     order, as :meth:`~lcbayes.Dataset.from_pandas` keeps it."""
-    if isinstance(kind, tuple):
-        series = pd.Series(pd.Categorical(list(values), categories=kind[1]))
-    else:
-        series = pd.Series(sorted(values) if kind == "number" else list(values),
-                           dtype=None if kind == "number" else object)
-    return encode_column(series, name, max_categories)[1]
+    return encode_column(_value_series(kind, values), name, max_categories)[1]
 
 
 def _kind_of_labels(labels: tuple[Hashable, ...]) -> str:
@@ -248,25 +341,32 @@ def _kind_of_labels(labels: tuple[Hashable, ...]) -> str:
 
 
 # ---------------------------------------------------------------------- pass 2: patterns
-def _scan_patterns(table: _Table, columns: list[str], labels: list[tuple[Hashable, ...]],
-                   kinds: Mapping[str, str], block_patterns: int,
-                   spill_dir: str | os.PathLike | None) -> PatternBlocks:
-    """The file's rows coded against ``labels`` as blocks of unique patterns (module
-    docstring)."""
+def _coded_chunks(table: _Table, columns: list[str], labels: list[tuple[Hashable, ...]],
+                  kinds: Mapping[str, Hashable]) -> Iterator[tuple[np.ndarray, None]]:
+    """The file read again, each chunk's rows coded against ``labels`` (counts: one each)."""
     dtypes = {c: str for c in columns if kinds[c] == "text"}  # numbers: pandas' own (faster)
+    for chunk in table.chunks(columns, dtypes):
+        codes = np.empty(chunk.shape, dtype=np.int32, order="F")  # columns contiguous
+        for j, (name, lab) in enumerate(zip(columns, labels, strict=True)):
+            codes[:, j] = _codes(chunk[name], name, lab)
+        yield codes, None
+
+
+def _blocks(pieces: Iterator[tuple[np.ndarray, np.ndarray | None]], columns: list[str],
+            labels: list[tuple[Hashable, ...]], block_patterns: int,
+            spill_dir: str | os.PathLike | None) -> PatternBlocks:
+    """Coded rows (with counts; None: one each) as blocks of unique patterns (module
+    docstring)."""
     block = PatternSum(len(lab) for lab in labels)
     files: list[Path] = []
     spill = None
     n_rows = n_observed = 0
-    for chunk in table.chunks(columns, dtypes):
-        codes = np.empty(chunk.shape, dtype=np.int32, order="F")  # columns contiguous
-        observed = np.zeros(chunk.shape[0], dtype=bool)
-        for j, (name, lab) in enumerate(zip(columns, labels, strict=True)):
-            codes[:, j] = _codes(chunk[name], name, lab)
-            observed |= codes[:, j] >= 0
-        n_rows += codes.shape[0]
-        n_observed += int(np.count_nonzero(observed))
-        block.add(codes)
+    for codes, counts in pieces:
+        observed = (codes >= 0).any(axis=1)
+        weights = np.ones(codes.shape[0]) if counts is None else counts
+        n_rows += round(float(weights.sum()))
+        n_observed += round(float(weights[observed].sum()))
+        block.add(codes, counts)
         while len(block) > block_patterns:
             if spill is None:
                 spill = SpillFolder.create(spill_dir)
@@ -277,8 +377,6 @@ def _scan_patterns(table: _Table, columns: list[str], labels: list[tuple[Hashabl
                          blocks=(*files, last) if last[0].shape[0] else tuple(files),
                          n_rows=n_rows, n_observed_rows=n_observed,
                          block_patterns=block_patterns, spill=spill)
-
-
 def _codes(series: pd.Series, name: str, labels: tuple[Hashable, ...]) -> np.ndarray:
     """The int32 codes of one chunk of a column against its labels: numbers against integer
     labels by a sorted search, anything else by :func:`pandas.factorize` with the distinct
