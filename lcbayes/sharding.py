@@ -69,9 +69,12 @@ def check_devices(devices) -> tuple[jax.Device, ...] | None:
                                 f"jax.Device, got {type(devices).__name__}")
     devices = tuple(devices)
     wrong = [d for d in devices if not isinstance(d, jax.Device)]
-    if wrong or not devices:
-        raise ArgumentError(f"devices must be a non-empty sequence of jax.Device (e.g. "
-                            f"jax.devices()[:2]), got {wrong[0] if wrong else 'an empty one'!r}")
+    if wrong:
+        raise ArgumentTypeError(f"devices must be a non-empty sequence of jax.Device (e.g. "
+                                f"jax.devices()[:2]), got an element {wrong[0]!r}")
+    if not devices:
+        raise ArgumentError("devices must be a non-empty sequence of jax.Device (e.g. "
+                            "jax.devices()[:2]), got an empty one")
     if len(set(devices)) != len(devices):
         raise ArgumentError(f"devices lists a device more than once: {list(devices)}")
     return devices

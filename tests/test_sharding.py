@@ -242,7 +242,7 @@ def test_patterns_are_split_in_halves_and_outputs_unpadded(two_devices):
     (-1, lcb.ArgumentError, "devices must be between 1 and"),
     ("gpu", lcb.ArgumentTypeError, "devices must be None, a number"),
     (object(), lcb.ArgumentTypeError, "devices must be None, a number"),
-    ([object()], lcb.ArgumentError, "devices must be a non-empty sequence of jax.Device"),
+    ([object()], lcb.ArgumentTypeError, "devices must be a non-empty sequence of jax.Device"),
     ([], lcb.ArgumentError, "devices must be a non-empty sequence of jax.Device"),
     (True, lcb.ArgumentTypeError, "devices must be None, a number"),
 ])
