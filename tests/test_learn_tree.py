@@ -24,6 +24,8 @@ from lcbayes.learn.tree_build import build_tree, islands, mutual_information
 from lcbayes.learn.tree_drawing import (
     bipartitions,
     bracket,
+    node_profiles,
+    profiles_figure,
     robinson_foulds,
     same_tree,
     tree_text,
@@ -212,6 +214,46 @@ def test_bipartitions_and_robinson_foulds(small):
     assert tree_text(s).splitlines()[:3] == ["H (2 states)", "|-- H1 (3 states)", "|   |-- A"]
 
 
+def _profiles_by_enumeration(model: TreeModel, node: str, leaves: list[str]):
+    """``P(leaf | node)`` from the joint of every hidden configuration (no root walking)."""
+    s, t = model.structure, model.tables
+    hidden = s.hidden_nodes
+    h = s.index(node)
+    joint = {leaf: np.zeros((s.cardinalities[h], s.cardinalities[s.index(leaf)]))
+             for leaf in leaves}
+    for states in product(*(range(s.cardinalities[v]) for v in hidden)):
+        x = dict(zip(hidden, states, strict=True))
+        p = np.prod([t[v][x[s.parents[v][0]] if s.parents[v] else 0, x[v]] for v in hidden])
+        for leaf in leaves:
+            i = s.index(leaf)
+            joint[leaf][x[h]] += p * t[i][x[s.parents[i][0]]]
+    return {leaf: j / j.sum(axis=1, keepdims=True) for leaf, j in joint.items()}
+
+
+def test_class_profiles_equal_the_joint_by_enumeration(small):
+    model, _ = small
+    profiles = node_profiles(model.structure, model.params)
+    assert {h: sorted(p) for h, p in profiles.items()} == {"H": ["D", "E", "F"],
+                                                         "H1": ["A", "B", "C"]}
+    for node, items in profiles.items():
+        truth = _profiles_by_enumeration(model, node, list(COLUMNS))
+        for leaf, table in items.items():
+            np.testing.assert_allclose(table, truth[leaf], atol=1e-12)
+    # a node without leaves of its own shows every leaf below it
+    blank = lcb.Dataset.from_codes(np.tile([[0], [1]], (1, 6)), columns=COLUMNS)
+    deep = lcb.hlc(blank, {"R": ["G0", "G1"], "G0": list("ABC"), "G1": list("DEF")},
+                   {"R": 2, "G0": 3, "G1": 2})
+    params = lcb.random_params(deep, seed=4)
+    tree = TreeModel(deep, tuple(np.asarray(t) for t in to_tables(deep, params)))
+    profiles = node_profiles(deep, params)
+    assert sorted(profiles["R"]) == COLUMNS and sorted(profiles["G1"]) == list("DEF")
+    truth = _profiles_by_enumeration(tree, "R", COLUMNS)
+    for leaf, table in profiles["R"].items():
+        np.testing.assert_allclose(table, truth[leaf], atol=1e-12)
+    fig = profiles_figure(deep, params)
+    assert len([ax for ax in fig.axes if ax.images]) == 3
+
+
 @pytest.fixture(scope="module")
 def learned(data):
     return lcb.learn_tree(data, seed=0)
@@ -254,6 +296,7 @@ def test_result_output(learned, tmp_path):
     json.dumps(spec)
     page = learned.to_html(tmp_path / "tree.html").read_text()
     assert "<img alt='tree'" in page and "The chosen HLC tree" in page
+    assert "<img alt='class_profiles'" in page
 
 
 @pytest.mark.slow

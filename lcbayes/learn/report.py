@@ -3,7 +3,8 @@
 It holds the search's settings and versions, the path as a table, the score of the current
 model against time with every candidate tried (Karčiauskas 2005, Figs 6.4-6.7 plot the same
 against time for SplitMerge and Standard3), the chosen model's class profiles (an HLC model:
-its tree, :func:`.tree_drawing.tree_figure`) and its structure.
+its tree, :func:`.tree_drawing.tree_figure`, and every hidden node's class profile,
+:func:`.tree_drawing.profiles_figure`) and its structure.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..render import (
     versions,
     write_text,
 )
+from .tree_drawing import profiles_figure as tree_profiles
 from .tree_drawing import tree_figure
 
 if TYPE_CHECKING:
@@ -89,6 +91,11 @@ def write_html(result: LearnResult, path: str | Path, data_name: str | None = No
         figures["tree"] = (tree_figure(result.structure, f"chosen model ({result.method})"),
                            "The chosen HLC tree: hidden nodes (circles) with their numbers of "
                            "states, observed items (boxes) as leaves.")
+        figures["class_profiles"] = (tree_profiles(
+            result.structure, result.params, "class profiles of every hidden node"),
+            "Each hidden node's states (rows) against the items it explains (its own leaves, "
+            "or every leaf below it when it has none): P(item = category | state); a binary "
+            "item shows its second category.")
     if result.structure.kind == "latent_class":
         figures["class_profiles"] = (profiles_figure(
             result.structure, fit, f"chosen model: {result.n_classes} classes (EM estimate)"),

@@ -6,14 +6,24 @@ leaves the same way and their hidden nodes have the same cardinalities. Every ed
 hidden nodes splits the leaves in two (:func:`bipartitions`); the Robinson-Foulds distance is
 the number of splits found in one tree and not the other (:func:`robinson_foulds`; edges to
 leaves split off one leaf and are left out).
+
+A hidden node's *class profile* (:func:`node_profiles`, :func:`profiles_figure`) is
+``P(item | H = k)`` for the items it explains: its child leaves as the tree is drawn, or all the
+leaves below it when it has none. With the model walked to root ``H`` (:mod:`.root_walk`), the
+state of every node given ``H`` follows down the tree, ``P(X_c | H) = P(X_pa | H) P(X_c |
+X_pa)``, one product of tables per edge.
 """
 
 from __future__ import annotations
 
-from ..structure import Structure
+import numpy as np
 
-__all__ = ["bipartitions", "bracket", "robinson_foulds", "same_tree", "tree_figure",
-           "tree_text"]
+from ..params import to_tables
+from ..structure import Structure
+from .root_walk import walk_root
+
+__all__ = ["bipartitions", "bracket", "node_profiles", "profiles_figure", "robinson_foulds",
+           "same_tree", "tree_figure", "tree_text"]
 
 
 def _label(s: Structure, i: int) -> str:
@@ -143,4 +153,62 @@ def tree_figure(structure: Structure, title: str = "learned tree"):
     ax.set_ylim(-0.6, bottom + 0.6)
     ax.set_axis_off()
     ax.set_title(title, fontsize=10)
+    return fig
+
+
+def _shown_leaves(s: Structure, h: int) -> list[int]:
+    kids = [c for c in s.children[h] if not s.hidden[c]]
+    if kids:
+        return kids
+    below = _leaves_below(s, h)
+    return [i for i in s.observed_nodes if s.nodes[i] in below]
+
+
+def node_profiles(structure: Structure, params) -> dict[str, dict[str, np.ndarray]]:
+    """``{hidden node: {item: (k, r) array P(item | node = state)}}`` for the items each
+    hidden node explains (module docstring), rows summing to one."""
+    out = {}
+    for h in structure.hidden_nodes:
+        s, p = walk_root(structure, params, structure.nodes[h])
+        tables = to_tables(s, p)
+        given = {s.root: np.eye(s.cardinalities[s.root])}
+        for v in s.topological_order:
+            if v != s.root:
+                given[v] = given[s.parents[v][0]] @ np.asarray(tables[v])
+        out[structure.nodes[h]] = {structure.nodes[i]: given[i]
+                                   for i in _shown_leaves(structure, h)}
+    return out
+
+
+def profiles_figure(structure: Structure, params, title: str = "class profiles"):
+    """A heatmap per hidden node: its states (rows) against the items it explains (columns;
+    a binary item's second category, every category of the others), the cell
+    ``P(item = category | node = state)`` (:func:`node_profiles`)."""
+    from ..comparison.figures import new_figure
+
+    profiles = node_profiles(structure, params)
+    panels = []
+    for name, items in profiles.items():
+        cols = [(item, c) for item, t in items.items()
+                for c in (range(1, 2) if t.shape[1] == 2 else range(t.shape[1]))]
+        values = np.column_stack([items[item][:, c] for item, c in cols])
+        labels = [item if items[item].shape[1] == 2 else
+                  f"{item}={structure.labels[structure.index(item)][c]}" for item, c in cols]
+        panels.append((name, values, labels))
+    ncol = min(3, len(panels))
+    nrow = -(-len(panels) // ncol)
+    width = max(len(p[2]) for p in panels)
+    fig = new_figure(figsize=(min(18.0, ncol * max(3.0, 0.3 * width + 1.2)), 1.8 * nrow + 0.6),
+                     layout="constrained")
+    axes = np.asarray(fig.subplots(nrow, ncol, squeeze=False)).ravel()
+    for ax, (name, values, labels) in zip(axes, panels, strict=False):
+        image = ax.imshow(values, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
+        ax.set_yticks(range(values.shape[0]), [f"{name}={k}" for k in range(values.shape[0])],
+                      fontsize=7)
+        ax.set_xticks(range(len(labels)), labels, fontsize=6, rotation=90)
+    for ax in axes[len(panels):]:
+        ax.set_axis_off()
+    fig.colorbar(image, ax=list(axes[:len(panels)]), shrink=0.8,
+                 label="P(item = category | state)")
+    fig.suptitle(title, fontsize=10)
     return fig
