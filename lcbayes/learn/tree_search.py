@@ -287,7 +287,8 @@ def learn_tree(
             far longer than the build (60 items x 10^4 rows: 25 of 26 minutes here);
             ``False`` leaves it out.
         tol, max_iter: EM convergence (nats) and iteration limit of the local and full EMs.
-        progress: show a progress bar over the moves.
+        progress: show a progress bar over the moves (and one over the moves of the
+            ``lc_bound`` search).
         executor, scheduler, workers: where the local EMs of a step's candidates run, in
             chunks of :data:`CHUNK` (:func:`lcbayes.execution.executor`): ``None`` /
             ``"serial"`` here, ``"dask"`` on a Dask cluster (``scheduler`` joins a running
@@ -319,7 +320,8 @@ def learn_tree(
                   deadline=None if time_limit is None else started + time_limit,
                   perturbation=check_positive(perturbation, "perturbation"))
     lc_settings = {"score": score, "seed": seed, "tol": tol, "max_iter": max_iter,
-                   "time_limit": None if time_limit is None else START_SHARE * time_limit}
+                   "time_limit": None if time_limit is None else START_SHARE * time_limit,
+                   "progress": progress}
     if method == "auto":
         method = "hlta" if data.n_columns >= AUTO_ITEMS else "east"
 
