@@ -66,15 +66,14 @@ class SpillFolder:
 
 class PatternSum:
     """Distinct patterns of codes (``-1`` = missing) with summed counts, for columns of
-    ``cardinalities`` categories. Patterns are merged by their :func:`~lcbayes.encoding.
-    pattern_keys` (one int64 each, sorted), or as rows where the columns are too many for a
-    63-bit key."""
+    ``cardinalities`` categories, kept sorted by their :func:`~lcbayes.encoding.pattern_keys`:
+    one int64 per pattern, or one per group of columns where the columns are too many for one
+    63-bit key (the groups' keys then sort as the rows do, by :func:`numpy.lexsort`)."""
 
     def __init__(self, cardinalities: Sequence[int]) -> None:
         self.cardinalities = tuple(int(c) for c in cardinalities)
-        empty = np.zeros((0, len(self.cardinalities)), dtype=np.int32)
-        keys = pattern_keys(empty, self.cardinalities)
-        self.ids = empty if keys is None else keys  # sorted keys (1-d) or unique rows (2-d)
+        self.groups = _key_groups(self.cardinalities)
+        self.ids = np.zeros((0, len(self.groups)), dtype=np.int64)  # (patterns, groups) keys
         self.counts = np.zeros(0)
 
     def __len__(self) -> int:
@@ -82,9 +81,13 @@ class PatternSum:
 
     def add(self, codes: np.ndarray, counts: np.ndarray | None = None) -> None:
         """Add rows of ``codes`` with ``counts`` (default: one each)."""
-        ids = codes if self.ids.ndim == 2 else pattern_keys(codes, self.cardinalities)
-        if counts is None:  # compress the rows first: the merge below then sorts little
-            ids, counts = np.unique(ids, axis=0 if ids.ndim == 2 else None, return_counts=True)
+        ids = np.stack([pattern_keys(codes[:, g], self.cardinalities[g]) for g in self.groups],
+                       axis=1)
+        if counts is None and ids.shape[1] == 1:  # compressed first: the merge sorts little
+            keys, counts = np.unique(ids[:, 0], return_counts=True)
+            ids = keys[:, None]
+        elif counts is None:
+            ids, counts = _summed(ids, np.ones(ids.shape[0]))
         self.ids, self.counts = _summed(np.concatenate([self.ids, ids]),
                                         np.concatenate([self.counts, counts]))
 
@@ -93,20 +96,32 @@ class PatternSum:
         size = len(self) if size is None else size
         ids, counts = self.ids[:size], self.counts[:size]
         self.ids, self.counts = self.ids[size:], self.counts[size:]
-        patterns = ids if ids.ndim == 2 else key_patterns(ids, self.cardinalities)
+        patterns = np.concatenate([key_patterns(ids[:, i], self.cardinalities[g])
+                                   for i, g in enumerate(self.groups)], axis=1)
         return patterns.astype(np.int32), counts.astype(np.float64)
 
 
+def _key_groups(cardinalities: tuple[int, ...]) -> list[slice]:
+    """Consecutive groups of columns, each with a 63-bit :func:`pattern_keys`."""
+    groups, start, size = [], 0, 1.0
+    for j, card in enumerate(cardinalities):
+        if j > start and size * (card + 1) >= 2.0**62:
+            groups.append(slice(start, j))
+            start, size = j, 1.0
+        size *= card + 1
+    return [*groups, slice(start, len(cardinalities))]
+
+
 def _summed(ids: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct ``ids`` (keys or rows), sorted, with their ``counts`` summed."""
-    if ids.ndim == 2:
-        unique, inverse = np.unique(ids, axis=0, return_inverse=True)
-        return unique, np.bincount(inverse.reshape(-1), weights=counts, minlength=len(unique))
-    order = np.argsort(ids, kind="stable")  # two sorted runs: a linear merge
+    """The distinct rows of keys ``ids``, sorted, with their ``counts`` summed."""
+    if ids.shape[1] == 1:
+        order = np.argsort(ids[:, 0], kind="stable")  # two sorted runs: a linear merge
+    else:
+        order = np.lexsort(ids.T[::-1])  # the first group's key first
     ids, counts = ids[order], counts[order].astype(np.float64)
     if ids.shape[0] == 0:
         return ids, counts
-    start = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]]))
+    start = np.flatnonzero(np.concatenate([[True], np.any(ids[1:] != ids[:-1], axis=1)]))
     return ids[start], np.add.reduceat(counts, start)
 
 
