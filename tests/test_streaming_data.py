@@ -132,6 +132,9 @@ class TestFromPatterns:
         assert (patterns.n_rows, patterns.n_observed_rows) == (rows.n_rows, rows.n_observed_rows)
         vb_rows, vb_patterns = (lcb.vbem(structure, d, seed=3) for d in (carcinoma, data))
         assert vb_patterns.elbo == vb_rows.elbo
+        tables = [lcb.compare(d, classes=[1, 2], methods=["bic", "aic"], seed=0, exact=False)
+                  .to_frame()[["name", "loglik", "bic", "aic"]] for d in (carcinoma, data)]
+        pd.testing.assert_frame_equal(tables[1], tables[0])
         assert data._codes is None  # the engines used the patterns, never the rows
 
 
@@ -376,4 +379,19 @@ def test_scan_memory_is_one_chunk_not_the_rows(tmp_path):
     assert scanned < rows_bytes / 4, (scanned, rows_bytes)
     assert one_chunk > 4 * scanned, (one_chunk, scanned)
     assert whole > 0.9 * rows_bytes, (whole, rows_bytes)  # pandas holds the rows
+    assert_same_data(blocks, Dataset.from_csv(path))
+
+
+@pytest.mark.slow
+def test_scan_of_a_million_rows_in_spilled_blocks_equals_from_csv(tmp_path):
+    """10^6 rows of 20 binary items (5 classes, 2 % missing): chunks of 10^5 rows, blocks of at
+    most 5*10^4 patterns (written to files), summed per pattern, equal Dataset.from_csv."""
+    rng = np.random.default_rng(7)
+    n, j = 1_000_000, 20
+    z = rng.integers(0, 5, n)
+    codes = (rng.random((n, j)) < rng.uniform(0.1, 0.9, (5, j))[z]).astype(float)
+    codes[rng.random(codes.shape) < 0.02] = np.nan
+    path = write_csv(tmp_path / "million.csv", pd.DataFrame(codes).add_prefix("Y"))
+    blocks = scan_file(path, chunk_rows=100_000, block_patterns=50_000)
+    assert blocks.n_blocks > 2 and blocks.spill is not None
     assert_same_data(blocks, Dataset.from_csv(path))
