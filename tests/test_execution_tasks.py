@@ -95,12 +95,13 @@ def test_ais_groups_are_the_groups_of_a_target_stderr_run(carcinoma_lc2):
 
 
 def test_ais_groups_on_a_cluster_equal_serial(carcinoma_lc2, cluster):
+    """Groups as tasks on a running scheduler (a LocalCluster the call starts itself, with
+    ``workers=``, is the command-line test below), also in rounds of a ``target_stderr``
+    run."""
     structure, data = carcinoma_lc2
     serial = lcb.ais(structure, data, groups=3, **AIS)
     remote = lcb.ais(structure, data, groups=3, scheduler=cluster.scheduler_address, **AIS)
-    local = lcb.ais(structure, data, groups=3, executor="dask", workers=2, **AIS)
-    for other in (remote, local):
-        _same_ais(other, serial)
+    _same_ais(remote, serial)
     rounds = {"groups": 2, "target_stderr": 1e-9, "max_chains": 12, **AIS}
     _same_ais(lcb.ais(structure, data, scheduler=cluster.scheduler_address, **rounds), serial)
 
@@ -129,33 +130,42 @@ def _path(result) -> list[dict]:
     return [{k: v for k, v in m.items() if k != "seconds"} for m in result.to_dict()["path"]]
 
 
-def test_learn_tree_on_a_cluster_equals_serial(tree_data, cluster, monkeypatch):
-    """Chunks of 4 candidates (several tasks per step); the latent class bound runs as a task
-    beside the search on the cluster and first when serial: the same path and fit. (A
+@pytest.mark.parametrize("lc_bound", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_learn_tree_on_a_cluster_equals_serial(tree_data, cluster, monkeypatch, lc_bound):
+    """Chunks of 4 candidates (several tasks per step): the same path and fit. With the latent
+    class bound (slow: it compiles the latent class search here and on a worker), that search
+    is a task beside the tree search on the cluster and runs first when serial. (A
     LocalCluster the call starts: the command-line test below.)"""
     monkeypatch.setattr(tree_search, "CHUNK", 4)
-    serial = lcb.learn_tree(tree_data, seed=0)
-    remote = lcb.learn_tree(tree_data, seed=0, scheduler=cluster.scheduler_address)
+    serial = lcb.learn_tree(tree_data, seed=0, lc_bound=lc_bound)
+    remote = lcb.learn_tree(tree_data, seed=0, lc_bound=lc_bound,
+                            scheduler=cluster.scheduler_address)
     assert len(_path(serial)) > 3
     assert _path(remote) == _path(serial)
     assert remote.fit.loglik == serial.fit.loglik and remote.structure == serial.structure
     for name, table in serial.fit.params.items():
         np.testing.assert_array_equal(remote.fit.params[name], table)
-    assert remote.settings["lc_classes"] == serial.settings["lc_classes"] is not None
+    assert remote.settings["lc_classes"] == serial.settings["lc_classes"]
+    assert (serial.settings["lc_classes"] is not None) == lc_bound
 
 
-def test_cli_learn_tree_on_local_workers_prints_the_serial_best(tree_data, tmp_path, capsys):
+@pytest.mark.parametrize("local", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_cli_learn_tree_on_a_cluster_prints_the_serial_best(tree_data, cluster, tmp_path,
+                                                            capsys, local):
+    """``--scheduler`` (the test's cluster) and, slow (a cluster of its own, whose workers
+    compile afresh), ``--workers 2``."""
     csv = tmp_path / "tree.csv"
     tree_data.to_pandas().to_csv(csv, index=False)
     argv = ["learn", str(csv), "--tree=east", "--no-lc-bound", "--json"]
     assert main(argv) == 0
     serial = json.loads(capsys.readouterr().out)
-    assert main([*argv, "--workers", "2"]) == 0
-    local = json.loads(capsys.readouterr().out)
-    for spec in (serial, local):
+    where = ["--workers", "2"] if local else ["--scheduler", cluster.scheduler_address]
+    assert main([*argv, *where]) == 0
+    remote = json.loads(capsys.readouterr().out)
+    for spec in (serial, remote):
         spec["best"].pop("seconds")
-    assert local["best"] == serial["best"]
-    assert [m["hidden"] for m in local["path"]] == [m["hidden"] for m in serial["path"]]
+    assert remote["best"] == serial["best"]
+    assert [m["hidden"] for m in remote["path"]] == [m["hidden"] for m in serial["path"]]
 
 
 @pytest.mark.parametrize(("extra", "message"), [
