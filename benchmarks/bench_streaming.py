@@ -14,8 +14,8 @@ The acceptance check fits the 10^6-row file (the first 10^6 rows of the largest)
 with ``lcb.em`` on a Dataset and streamed from the file: the log-likelihoods must agree to
 1e-6 relative.
 
-Command (writes ``reports/streaming.md``; the 10^7 size takes tens of minutes on 2 shared
-cores and 0.4 GB of temporary disk)::
+Command (writes ``reports/streaming.md``; about 6 minutes on 2 shared cores, most of it the
+10^7 size, and 0.4 GB of temporary disk)::
 
     python benchmarks/bench_streaming.py --sizes 100000 1000000 10000000
 """
@@ -115,19 +115,20 @@ def in_child(*args: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def report(results: list[dict], check: dict, command: str) -> str:
+def report(results: list[dict], check: dict, command: str, minutes: float) -> str:
     lines = [
         "# Streaming EM: 10^5 .. 10^7 rows from a CSV file", "",
-        f"Command: `{command}` (`benchmarks/bench_streaming.py`; not a part of "
-        "`make_reports.py`: the 10^7 size runs for tens of minutes).", "",
+        f"Command: `{command}` (`benchmarks/bench_streaming.py`, {minutes:.1f} minutes; not a "
+        "part of `make_reports.py`: it writes 0.4 GB of temporary CSV).", "",
         f"Data: {ITEMS} binary items, {CLASSES} latent classes, simulated and written in chunks "
         f"of {CHUNK:,} rows. Model: the true latent class model, ML, {RESTARTS} restarts "
         f"(seed {SEED}), tol 1e-8 per row; `scan_file` blocks of at most "
         f"{BLOCK_PATTERNS:,} patterns. EM row-passes/s is rows times passes over seconds; "
         "\"its loglik below\" is stepwise EM's relative shortfall. "
         f"Machine: {platform.machine()}, 2 CPU cores shared "
-        "with other agents' jobs while this ran, so the times are rough. Each size ran in a "
-        "fresh process; peak RSS is that process's `ru_maxrss`.", "",
+        "with other agents' jobs while this ran, so the times are rough; they include JAX's "
+        "compilation (or loading it from the persistent compilation cache). Each size ran in "
+        "a fresh process; peak RSS is that process's `ru_maxrss` (scan and every fit).", "",
         "| rows | blocks | scan s | scan rows/s | EM: passes | EM s | EM row-passes/s | "
         "stepwise+EM: passes | stepwise+EM s | loglik | stepwise alone: s | its loglik "
         "below | peak RSS MiB |",
@@ -143,7 +144,10 @@ def report(results: list[dict], check: dict, command: str) -> str:
             f"{(warm['loglik'] - alone['loglik']) / abs(warm['loglik']):.1e} | "
             f"{r['peak_mib']:.0f} |")
     gap = max(abs(r["cold"]["loglik"] - r["stepwise"]["loglik"]) for r in results)
-    lines += ["", "Every fit converged: " + ", ".join(
+    largest = results[-1]
+    lines += ["", f"Peak memory at {largest['rows']:,} rows: {largest['peak_mib']:.0f} MiB "
+              f"({'under' if largest['peak_mib'] < 2048 else 'NOT under'} 2 GiB).", "",
+              "Every fit converged: " + ", ".join(
         f"{r['rows']:,}: {r['cold']['converged']}/{r['stepwise']['converged']}"
         for r in results) + " (cold / warm-started); cold and warm-started log-likelihoods "
         f"differ by at most {gap:.2e}.", ""]
@@ -172,7 +176,7 @@ def main() -> None:
     if args.memory:
         print(json.dumps(in_memory(args.memory)))
         return
-    results, check = [], {}
+    results, check, started = [], {}, time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
         for n in sorted(args.sizes):
             path = Path(folder) / f"rows{n}.csv"
@@ -185,7 +189,8 @@ def main() -> None:
                 print(json.dumps(check), flush=True)
             path.unlink()
     command = "python benchmarks/bench_streaming.py --sizes " + " ".join(map(str, args.sizes))
-    args.out.write_text(report(results, check, command) + "\n")
+    minutes = (time.perf_counter() - started) / 60
+    args.out.write_text(report(results, check, command, minutes) + "\n")
     print(args.out.read_text())
 
 

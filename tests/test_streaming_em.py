@@ -96,12 +96,17 @@ def test_vbem_over_blocks_is_lcb_vbem_from_the_same_seed(structure, carcinoma):
         np.testing.assert_allclose(fit.posterior[node], alpha, rtol=1e-7)
 
 
-def test_an_hlc_tree_over_blocks_is_lcb_em(carcinoma):
-    tree = lcb.hlc(carcinoma, {"H": ["H1", "H2"], "H1": ["A", "B", "C", "D"],
-                               "H2": ["E", "F", "G"]}, {"H": 2, "H1": 2, "H2": 2})
-    start = lcb.random_params(tree, seed=1)
-    ref = lcb.em(tree, carcinoma, algorithm="em", restarts=0, init=start)
-    _close(stream_em(tree, PatternBlocks.from_dataset(carcinoma, 7), restarts=0, init=start),
+@pytest.mark.parametrize("kind", ["hlc", "dag"])
+def test_hlc_trees_and_dags_over_blocks_are_lcb_em(carcinoma, kind):
+    if kind == "hlc":
+        model = lcb.hlc(carcinoma, {"H": ["H1", "H2"], "H1": ["A", "B", "C", "D"],
+                                    "H2": ["E", "F", "G"]}, {"H": 2, "H1": 2, "H2": 2})
+    else:  # an observed parent (A) and two hidden ones
+        model = lcb.dag(carcinoma, {"A": ["s1"], "B": ["s1", "A"], "C": ["s1", "s2"],
+                                    "D": ["s2"], "E": ["s2"]}, {"s1": 2, "s2": 2})
+    start = lcb.random_params(model, seed=1)
+    ref = lcb.em(model, carcinoma, algorithm="em", restarts=0, init=start)
+    _close(stream_em(model, PatternBlocks.from_dataset(carcinoma, 7), restarts=0, init=start),
            ref)
 
 
