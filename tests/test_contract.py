@@ -72,12 +72,16 @@ def _engines(structure, data):
         "laplace": lambda **kw: lcb.laplace(structure, data, **kw),
         "chib": lambda **kw: lcb.chib(structure, data, **kw),
         "identifiable": lambda **kw: lcb.identifiable(structure, **kw),
+        "stream_em": lambda **kw: lcb.stream_em(structure, data, **kw),
+        "stream_vbem": lambda **kw: lcb.stream_vbem(structure, data, **kw),
+        "stepwise_em": lambda **kw: lcb.stepwise_em(structure, data, **kw),
     }
 
 
 ENGINES = ("em", "vbem", "ais", "gibbs", "rjmcmc", "allocation_sampler", "ais_numpyro",
            "effective_dimension",
-           "compare", "random_params", "simulate", "laplace", "chib", "identifiable")
+           "compare", "random_params", "simulate", "laplace", "chib", "identifiable",
+           "stream_em", "stream_vbem", "stepwise_em")
 
 
 @pytest.mark.parametrize("engine", ENGINES)
