@@ -74,6 +74,16 @@ def test_ais_refuses_bad_groups(carcinoma_lc2, groups):
         lcb.ais(structure, data, groups=groups, **AIS)
 
 
+def test_bad_executor_arguments_name_the_argument(carcinoma_lc2, tree_data):
+    structure, data = carcinoma_lc2
+    with pytest.raises(lcb.ArgumentError, match="executor must be 'serial' or 'dask'"):
+        lcb.ais(structure, data, groups=2, executor="spark", **AIS)
+    with pytest.raises(lcb.ArgumentError, match="workers"):
+        lcb.learn_tree(tree_data, executor="dask", workers=0)
+    with pytest.raises(lcb.ArgumentError, match="scheduler must be an address"):
+        lcb.learn_tree(tree_data, scheduler=8786)
+
+
 def test_ais_groups_are_the_groups_of_a_target_stderr_run(carcinoma_lc2):
     """``groups=1`` is the plain run; ``groups=G`` runs exactly the groups (keys
     ``fold_in(key, g)``) that a ``target_stderr`` run makes until ``max_chains``; rounds of

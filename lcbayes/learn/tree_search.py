@@ -293,8 +293,9 @@ def learn_tree(
             chunks of :data:`CHUNK` (:func:`lcbayes.execution.executor`): ``None`` /
             ``"serial"`` here, ``"dask"`` on a Dask cluster (``scheduler`` joins a running
             one, else a ``LocalCluster`` of ``workers`` processes); there the latent class
-            search of ``lc_bound`` runs as a task beside the tree search. The same result
-            either way (without ``time_limit``, which depends on the clock).
+            search of ``lc_bound`` runs as a task beside the tree search (for
+            ``method="hlta"`` that is all that runs there). The same result either way
+            (without ``time_limit``, which depends on the clock).
 
     Returns:
         A :class:`~lcbayes.LearnResult` (``method`` ``"east"`` or ``"hlta"``) whose ``fit`` is
