@@ -96,6 +96,14 @@ def test_vbem_over_blocks_is_lcb_vbem_from_the_same_seed(structure, carcinoma):
         np.testing.assert_allclose(fit.posterior[node], alpha, rtol=1e-7)
 
 
+def test_vbem_over_blocks_from_an_em_fit_is_lcb_vbem_from_it(structure, carcinoma, em_fit):
+    ref = lcb.vbem(structure, carcinoma, restarts=0, init=em_fit, acceleration="none")
+    fit = stream_vbem(structure, PatternBlocks.from_dataset(carcinoma, 3), restarts=0,
+                      init=em_fit)
+    assert fit.elbo == pytest.approx(ref.elbo, rel=1e-8, abs=0)
+    assert fit.elbo >= em_fit.cs - 1e-6  # Beal & Ghahramani's Corollary 6.2 (same prior)
+
+
 @pytest.mark.parametrize("kind", ["hlc", "dag"])
 def test_hlc_trees_and_dags_over_blocks_are_lcb_em(carcinoma, kind):
     if kind == "hlc":

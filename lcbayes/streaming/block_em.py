@@ -227,8 +227,8 @@ def stream_vbem(
     rng = numpy_rng(seed)
     draws = [rng.gamma(lam, size=(restarts, *lam.shape)) for lam in lambdas]
     tables = np.concatenate(
-        [np.concatenate([(d / d.sum(axis=-1, keepdims=True)).reshape(restarts, -1)
-                         for d in draws], axis=1)]
+        [np.concatenate([(d / d.sum(axis=-1, keepdims=True)).reshape(restarts, lam.size)
+                         for d, lam in zip(draws, lambdas, strict=True)], axis=1)]
         + ([] if init is None else [em_starts(source, structure, 0, seed, init)]))
     prior_flat = flat.flatten(lambdas)
     shapes = structure.table_shapes
