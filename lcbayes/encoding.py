@@ -25,7 +25,8 @@ import pandas as pd
 from .errors import DataError
 
 __all__ = ["MISSING", "all_missing_message", "check_codes", "check_names", "check_not_empty",
-           "encode_column", "fully_missing_message", "key_patterns", "pattern_keys",
+           "encode_column", "fully_missing_message", "grouped_keys", "key_groups",
+           "key_patterns", "pattern_keys",
            "too_many_message", "unique_rows", "warn_constant"]
 
 #: The code of a missing value.
@@ -105,14 +106,40 @@ def encode_column(
 def unique_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``np.unique(codes, axis=0, return_inverse=True, return_counts=True)`` (rows sorted
     lexicographically), fast: each row becomes one integer (:func:`pattern_keys`), which keeps
-    the order; rows too wide for a 63-bit key take the row-wise route."""
-    key = (pattern_keys(codes, codes.max(axis=0, initial=-1).astype(np.int64) + 1)
-           if codes.shape[0] else None)
-    if key is None:
+    the order, or one per group of columns (:func:`grouped_keys`) sorted by
+    :func:`numpy.lexsort` where the rows are too wide for one 63-bit key."""
+    if not codes.shape[0]:
         return np.unique(codes, axis=0, return_inverse=True, return_counts=True)
-    _, first, index, counts = np.unique(key, return_index=True, return_inverse=True,
-                                        return_counts=True)
-    return codes[first], index, counts
+    keys = grouped_keys(codes, codes.max(axis=0, initial=-1).astype(np.int64) + 1)
+    if keys.shape[1] == 1:
+        _, first, index, counts = np.unique(keys[:, 0], return_index=True, return_inverse=True,
+                                            return_counts=True)
+        return codes[first], index, counts
+    order = np.lexsort(keys.T[::-1])  # the first group's key first
+    ordered = keys[order]
+    new = np.concatenate([[True], np.any(ordered[1:] != ordered[:-1], axis=1)])
+    index = np.empty(codes.shape[0], dtype=np.intp)
+    index[order] = np.cumsum(new) - 1
+    start = np.flatnonzero(new)
+    return codes[order[start]], index, np.diff(np.append(start, codes.shape[0]))
+
+
+def key_groups(cardinalities: Sequence[int]) -> list[slice]:
+    """Consecutive groups of columns, each of which has a 63-bit :func:`pattern_keys`."""
+    groups, start, size = [], 0, 1.0
+    for j, card in enumerate(cardinalities):
+        if j > start and size * (int(card) + 1) >= 2.0**62:
+            groups.append(slice(start, j))
+            start, size = j, 1.0
+        size *= int(card) + 1
+    return [*groups, slice(start, len(cardinalities))]
+
+
+def grouped_keys(codes: np.ndarray, cardinalities: Sequence[int]) -> np.ndarray:
+    """``(rows, groups)`` int64: the :func:`pattern_keys` of each of the :func:`key_groups`;
+    the rows of keys sort (lexicographically) as the rows of codes do."""
+    cards = np.asarray(cardinalities, dtype=np.int64)
+    return np.stack([pattern_keys(codes[:, g], cards[g]) for g in key_groups(cards)], axis=1)
 
 
 def pattern_keys(codes: np.ndarray, cardinalities: Sequence[int]) -> np.ndarray | None:

@@ -20,7 +20,7 @@ import pytest
 
 import lcbayes as lcb
 from lcbayes import ArgumentError, DataError, Dataset, PatternBlocks, scan_file
-from lcbayes.encoding import key_patterns, pattern_keys
+from lcbayes.encoding import key_groups, key_patterns, pattern_keys, unique_rows
 
 from .conftest import shared_csv
 
@@ -147,6 +147,19 @@ def test_pattern_keys_sort_as_rows_and_round_trip():
     np.testing.assert_array_equal(np.argsort(keys, kind="stable"),
                                   np.lexsort(codes.T[::-1]))
     assert pattern_keys(codes, [3] * 40) is None  # 4^40 > 2^62: too wide for one int64
+
+
+@pytest.mark.parametrize(("n_columns", "high"), [(5, 4), (45, 2), (70, 3)])
+def test_unique_rows_is_numpy_unique_also_for_rows_too_wide_for_one_key(n_columns, high):
+    rng = np.random.default_rng(n_columns)
+    codes = rng.integers(-1, high, size=(3000, n_columns)).astype(np.int32)
+    codes[::2] = codes[1::2]  # repeated rows
+    assert (len(key_groups([high] * n_columns)) > 1) == (n_columns > 5)
+    ours = unique_rows(codes)
+    numpy = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(ours[0], numpy[0])
+    np.testing.assert_array_equal(np.ravel(ours[1]), np.ravel(numpy[1]))
+    np.testing.assert_array_equal(ours[2], numpy[2])
 
 
 # ====================================================================== scan_file

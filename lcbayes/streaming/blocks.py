@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data import Dataset
-from ..encoding import key_patterns, pattern_keys
+from ..encoding import grouped_keys, key_groups, key_patterns
 from ..errors import DataError
 
 __all__ = ["PatternBlocks", "PatternSum", "SpillFolder"]
@@ -66,13 +66,13 @@ class SpillFolder:
 
 class PatternSum:
     """Distinct patterns of codes (``-1`` = missing) with summed counts, for columns of
-    ``cardinalities`` categories, kept sorted by their :func:`~lcbayes.encoding.pattern_keys`:
+    ``cardinalities`` categories, kept sorted by their :func:`~lcbayes.encoding.grouped_keys`:
     one int64 per pattern, or one per group of columns where the columns are too many for one
-    63-bit key (the groups' keys then sort as the rows do, by :func:`numpy.lexsort`)."""
+    63-bit key (sorted then by :func:`numpy.lexsort`)."""
 
     def __init__(self, cardinalities: Sequence[int]) -> None:
         self.cardinalities = tuple(int(c) for c in cardinalities)
-        self.groups = _key_groups(self.cardinalities)
+        self.groups = key_groups(self.cardinalities)
         self.ids = np.zeros((0, len(self.groups)), dtype=np.int64)  # (patterns, groups) keys
         self.counts = np.zeros(0)
 
@@ -81,8 +81,7 @@ class PatternSum:
 
     def add(self, codes: np.ndarray, counts: np.ndarray | None = None) -> None:
         """Add rows of ``codes`` with ``counts`` (default: one each)."""
-        ids = np.stack([pattern_keys(codes[:, g], self.cardinalities[g]) for g in self.groups],
-                       axis=1)
+        ids = grouped_keys(codes, self.cardinalities)
         if counts is None and ids.shape[1] == 1:  # compressed first: the merge sorts little
             keys, counts = np.unique(ids[:, 0], return_counts=True)
             ids = keys[:, None]
@@ -99,17 +98,6 @@ class PatternSum:
         patterns = np.concatenate([key_patterns(ids[:, i], self.cardinalities[g])
                                    for i, g in enumerate(self.groups)], axis=1)
         return patterns.astype(np.int32), counts.astype(np.float64)
-
-
-def _key_groups(cardinalities: tuple[int, ...]) -> list[slice]:
-    """Consecutive groups of columns, each with a 63-bit :func:`pattern_keys`."""
-    groups, start, size = [], 0, 1.0
-    for j, card in enumerate(cardinalities):
-        if j > start and size * (card + 1) >= 2.0**62:
-            groups.append(slice(start, j))
-            start, size = j, 1.0
-        size *= card + 1
-    return [*groups, slice(start, len(cardinalities))]
 
 
 def _summed(ids: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
