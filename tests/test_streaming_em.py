@@ -14,6 +14,8 @@ from lcbayes.streaming.blocks import PatternBlocks
 from lcbayes.streaming.result import StreamEMResult, StreamVBResult
 from lcbayes.streaming.stepwise import stepwise_em
 
+from .conftest import shared_csv
+
 
 @pytest.fixture(scope="module")
 def structure(carcinoma):
@@ -66,6 +68,12 @@ def test_block_order_and_a_pattern_split_over_two_blocks_change_nothing(
     counts[split] = 1.0
     blocks = PatternBlocks.from_arrays(patterns, counts, carcinoma.columns, carcinoma.labels,
                                        block_patterns=4)
+    _close(stream_em(structure, blocks, restarts=0, init=start), em_fit)
+
+
+def test_blocks_spilled_to_files_by_scan_file_give_lcb_em(structure, start, em_fit, tmp_path):
+    blocks = lcb.scan_file(shared_csv("carcinoma.csv"), block_patterns=4, spill_dir=tmp_path)
+    assert any(not isinstance(b, tuple) for b in blocks.blocks)  # .npz files
     _close(stream_em(structure, blocks, restarts=0, init=start), em_fit)
 
 
