@@ -196,3 +196,20 @@ def test_blocks_that_do_not_fit_the_structure_are_refused(structure, carcinoma):
                                        carcinoma.columns, carcinoma.labels)
     with pytest.raises(lcb.ArgumentError, match="whole numbers"):
         stepwise_em(structure, halves)
+
+
+@pytest.mark.slow
+def test_a_million_rows_streamed_from_a_csv_give_the_in_memory_loglik(simulated, tmp_path):
+    """The acceptance check of issue 20 at 10^6 rows (benchmarks/bench_streaming.py runs it
+    on 20 items): scan_file + stream_em against lcb.em on the same rows, 1e-6 relative."""
+    s, _, _ = simulated
+    truth = lcb.random_params(s, seed=0, prior=0.5)
+    data = lcb.simulate(s, truth, 10**6, seed=5)
+    path = tmp_path / "rows.csv"
+    data.to_pandas().to_csv(path, index=False)
+    blocks = lcb.scan_file(path, block_patterns=2**8, spill_dir=tmp_path)
+    assert blocks.n_rows == 10**6 and blocks.n_blocks > 1
+    streamed = lcb.stream_em(s, blocks, restarts=3, seed=0)
+    assert streamed.warm_start == "stepwise" and streamed.converged
+    in_memory = lcb.em(s, lcb.Dataset.from_csv(path), restarts=3, seed=0)
+    assert streamed.loglik == pytest.approx(in_memory.loglik, rel=1e-6)
