@@ -52,12 +52,17 @@ def tree_data() -> lcb.Dataset:
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A 2-worker LocalCluster on localhost, started by the test itself."""
+    """A 2-worker LocalCluster on localhost, started by the test itself (its workers without
+    Dask's MALLOC_TRIM_THRESHOLD_, which doubles their CPU time for lcbayes's arrays)."""
     distributed = pytest.importorskip("distributed")
     import logging
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0", silence_logs=logging.ERROR) as c:
-        yield c
+
+    import dask
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           dashboard_address=":0", silence_logs=logging.ERROR)
+    with cluster:
+        yield cluster
 
 
 def _same_ais(a, b) -> None:
