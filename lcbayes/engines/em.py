@@ -71,7 +71,7 @@ from .em_result import EMResult
 from .padding import class_padding
 from .run_record import check_batching, record_fields, start_engine
 
-__all__ = ["EMResult", "EMRuns", "em", "em_runner", "run_em"]
+__all__ = ["EMResult", "EMRuns", "em", "em_runner", "order_classes", "run_em"]
 
 
 def _log(tables):
@@ -172,12 +172,15 @@ def _init_tables(structure: Structure, init) -> tuple[np.ndarray, ...] | None:
     return probability_tables(structure, init, "init")
 
 
-def _order_classes(structure: Structure, tables: list[np.ndarray]) -> list[np.ndarray]:
-    """Latent class models: reorder classes by decreasing weight (a canonical labelling)."""
+def order_classes(structure: Structure, tables, by=None) -> list[np.ndarray]:
+    """Latent class models: ``tables`` (CPTs, or tables laid out like them, e.g. expected
+    counts) with the classes reordered by decreasing weight in ``by`` (default: ``tables``
+    themselves), the canonical labelling of every EM fit; other kinds unchanged."""
+    tables = [np.asarray(t) for t in tables]
     if structure.kind != "latent_class":
         return tables
     root = structure.root
-    order = np.argsort(-tables[root][0], kind="stable")
+    order = np.argsort(-np.asarray((tables if by is None else by)[root])[0], kind="stable")
     return [t[:, order] if i == root else t[order] for i, t in enumerate(tables)]
 
 
@@ -332,7 +335,7 @@ def em(
     runs, kept = run_restarts(run, starts, max_iter, keep, burn_in)
     best = int(np.nanargmax(runs.objective))
     best_tables = [t[best] for t in runs.tables]
-    tables = _order_classes(structure, best_tables if padding is None
+    tables = order_classes(structure, best_tables if padding is None
                             else list(padding.unpad(best_tables)))
     jtables = tuple(jnp.asarray(t) for t in (tables if padding is None else padding.pad(tables)))
     observed = jnp.where(jnp.any(patterns >= 0, axis=1), weights, 0.0)  # all-missing rows: 1

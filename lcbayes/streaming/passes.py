@@ -26,7 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlogy
 
-from ..engines.algorithms.problem import m_step
+from ..engines.algorithms.problem import m_step, start_counts
+from ..engines.em import order_classes
 from ..engines.em_result import EMResult
 from ..errors import ArgumentError, ArgumentTypeError
 from ..inference import e_step, flat, flat_e_step, prepare
@@ -194,21 +195,12 @@ def lanes(active: np.ndarray, total: int) -> np.ndarray:
 def _start_counts(structure: Structure, keys: jax.Array, block, patterns: jax.Array,
                   weights: jax.Array) -> jax.Array:
     """Per key (folded with ``block`` unless it is 0), the flat expected counts of one block
-    under random responsibilities: the E step of
-    :func:`lcbayes.engines.algorithms.problem.initial_tables` (Dirichlet(1) per pattern and
-    hidden node, as virtual evidence under flat tables), before its M step."""
+    under random responsibilities (:func:`lcbayes.engines.algorithms.problem.start_counts`,
+    the E step of ``lcb.em``'s random start, before its M step)."""
     evidence = prepare(structure, patterns)
-    uniform = tuple(jnp.zeros(shape) for shape in structure.table_shapes)
-
-    def one(key):
-        key = jnp.where(block == 0, key, jax.random.fold_in(key, block))
-        parts = jax.random.split(key, max(len(structure.hidden_nodes), 1))
-        noise = tuple(-jnp.log(jax.random.exponential(
-            k, (structure.cardinalities[h], patterns.shape[0]), dtype=jnp.float64)).T
-            for k, h in zip(parts, structure.hidden_nodes, strict=False))
-        return flat.flatten(e_step(structure, uniform, evidence, weights, noise).counts)
-
-    return jax.vmap(one)(keys)
+    return jax.vmap(lambda key: start_counts(
+        structure, evidence, weights,
+        jnp.where(block == 0, key, jax.random.fold_in(key, block))))(keys)
 
 
 def em_starts(source: Source, structure: Structure, restarts: int, seed, init) -> np.ndarray:
@@ -261,19 +253,6 @@ def prior_terms(x: np.ndarray, prior: np.ndarray | None) -> np.ndarray:
     return np.zeros(x.shape[0]) if prior is None else np.asarray(xlogy(prior, x).sum(axis=1))
 
 
-def _class_order(structure: Structure, x: np.ndarray) -> np.ndarray:
-    """The entries of flat tables ``x`` permuted so that a latent class model's classes run by
-    decreasing share (the labelling :func:`lcbayes.em` returns); other kinds unchanged."""
-    index = np.arange(x.size)
-    if structure.kind != "latent_class":
-        return index
-    shapes = structure.table_shapes
-    parts = flat.unflatten(index, shapes)
-    order = np.argsort(-x[np.asarray(parts[structure.root])[0]], kind="stable")
-    return np.concatenate([np.ravel(p[:, order] if i == structure.root else p[order])
-                           for i, p in enumerate(parts)])
-
-
 def finish_em(source: Source, structure: Structure, x: np.ndarray, prior, started: float,
               **run) -> StreamEMResult:
     """One last pass at the final tables of every restart (``x``, ``(R, n)``): the best
@@ -283,7 +262,8 @@ def finish_em(source: Source, structure: Structure, x: np.ndarray, prior, starte
     loglik, counts, entropy = accumulate(source, final_stats, structure, jnp.log(jnp.asarray(x)))
     objective = loglik + prior_terms(x, prior)
     best = int(np.nanargmax(objective))
-    order = _class_order(structure, x[best])
+    shapes = structure.table_shapes
+    tables = flat.unflatten(x[best], shapes)
     n_iter = run.pop("n_iter")
     history = run.pop("history")[best][:n_iter[best]]
     converged = run.pop("converged")
@@ -292,9 +272,9 @@ def finish_em(source: Source, structure: Structure, x: np.ndarray, prior, starte
         converged=bool(converged[best]), n_passes=run.pop("n_passes") + 1,
         restart_objectives=objective, restart_n_iter=n_iter, restart_converged=converged,
         n_rows=source.n_rows, n_observed_rows=source.n_observed_rows,
-        n_blocks=source.blocks.n_blocks, params=from_tables(
-            structure, flat.unflatten(x[best][order], structure.table_shapes)),
+        n_blocks=source.blocks.n_blocks,
+        params=from_tables(structure, order_classes(structure, tables)),
         loglik=float(loglik[best]), objective=float(objective[best]),
-        expected_counts=from_tables(structure, flat.unflatten(counts[best][order],
-                                                              structure.table_shapes)),
+        expected_counts=from_tables(structure, order_classes(
+            structure, flat.unflatten(counts[best], shapes), by=tables)),
         entropy=float(entropy[best]), seconds=time.perf_counter() - started, **run)

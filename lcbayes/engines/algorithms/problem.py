@@ -49,12 +49,11 @@ def m_step(counts: jax.Array, alphas: jax.Array | None, shapes) -> jax.Array:
     return flat.normalise(counts if alphas is None else counts + alphas, shapes)
 
 
-def initial_tables(structure: Structure, evidence: Evidence, weights, key, class_log_mask):
-    """A random start: every pattern gets random responsibilities (Dirichlet(1) per hidden node,
-    as virtual evidence under flat tables), followed by one ML M step. Starts lie near the
-    data's margins, like StepMix's and Mplus' random starts. A state's draws do not depend on
-    how many states follow it, so a padded model (``class_log_mask`` 0 for the classes in use,
-    ``-inf`` for the others) starts where the unpadded one does."""
+def start_counts(structure: Structure, evidence: Evidence, weights, key, class_log_mask=None):
+    """The flat expected counts of a random start: every pattern gets random responsibilities
+    (Dirichlet(1) per hidden node, as virtual evidence under flat tables). A state's draws do
+    not depend on how many states follow it, so a padded model (``class_log_mask`` 0 for the
+    classes in use, ``-inf`` for the others) draws what the unpadded one does."""
     n = evidence.one_hot.shape[0]
     keys = jax.random.split(key, max(len(structure.hidden_nodes), 1))
     noise = tuple(
@@ -63,9 +62,14 @@ def initial_tables(structure: Structure, evidence: Evidence, weights, key, class
         for k, h in zip(keys, structure.hidden_nodes, strict=False)
     )  # log of normalised exponentials = log Dirichlet(1), up to a per-pattern constant
     uniform = tuple(jnp.zeros(shape) for shape in structure.table_shapes)
-    counts = e_step(structure, uniform, evidence, weights, noise).counts
-    return flat.unflatten(m_step(flat.flatten(counts), None, structure.table_shapes),
-                          structure.table_shapes)
+    return flat.flatten(e_step(structure, uniform, evidence, weights, noise).counts)
+
+
+def initial_tables(structure: Structure, evidence: Evidence, weights, key, class_log_mask):
+    """A random start: :func:`start_counts` followed by one ML M step. Starts lie near the
+    data's margins, like StepMix's and Mplus' random starts."""
+    counts = start_counts(structure, evidence, weights, key, class_log_mask)
+    return flat.unflatten(m_step(counts, None, structure.table_shapes), structure.table_shapes)
 
 
 def starts(structure: Structure, patterns, weights, keys, class_log_mask=None):
