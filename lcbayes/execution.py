@@ -10,9 +10,10 @@ the results are bit-identical whether the tasks run serially, on two workers or 
 * :class:`DaskExecutor` (``dask.distributed``; ``pip install lcbayes[dask]``): a client of a
   running scheduler (``scheduler="tcp://host:8786"``, or the environment variable
   ``LCBAYES_SCHEDULER``), or of a ``LocalCluster`` of ``workers`` single-threaded worker
-  processes that it starts and closes. Large shared arguments (the data) are scattered to
-  the workers once (``Client.scatter(broadcast=True)``), not shipped with every task; a
-  progress bar counts finished tasks.
+  processes that it starts and closes (without Dask's ``MALLOC_TRIM_THRESHOLD_``, see
+  ``_dask_client``). Large shared arguments (the data) are scattered to the workers once per
+  executor (``Client.scatter(broadcast=True)``), not shipped with every task nor again at
+  every step of a search; a progress bar counts finished tasks.
 
 ``executor(...)`` resolves the ``executor=`` / ``scheduler=`` / ``workers=`` arguments of the
 public functions into a context manager that yields an :class:`Executor`.
@@ -79,11 +80,20 @@ class DaskExecutor:
     def __init__(self, client) -> None:
         self.client = client
         self.parallelism = max(1, sum(self.client.nthreads().values()))
+        self._scattered: dict[int, tuple[Any, Any]] = {}  # id -> (value, its future)
+
+    def scatter(self, value):
+        """``value`` on every worker, scattered once per executor: a later :meth:`map` with
+        the same object (a search's data at every step) reuses the workers' copy."""
+        held = self._scattered.get(id(value))
+        if held is None or held[0] is not value:
+            held = (value, self.client.scatter(value, broadcast=True, hash=False))
+            self._scattered[id(value)] = held
+        return held[1]
 
     def map(self, fn: Callable, tasks: Sequence, shared: Mapping[str, Any] | None = None,
             progress: bool = False, desc: str = "tasks") -> list:
-        scattered = {name: self.client.scatter(value, broadcast=True, hash=False)
-                     for name, value in (shared or {}).items()}
+        scattered = {name: self.scatter(value) for name, value in (shared or {}).items()}
         bar = new_bar(total=len(tasks), desc=desc, unit="task", disable=not progress,
                       file=sys.stderr)
         lock = threading.Lock()
@@ -114,9 +124,14 @@ def _dask_client(scheduler: str | None, workers: int | None):
             return Client(scheduler, set_as_default=False), None
         except OSError as exc:
             raise LcbayesError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
-    cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                           processes=True, dashboard_address=":0",
-                           silence_logs=logging.ERROR)
+    import dask
+    # workers keep glibc's adaptive malloc thresholds: Dask's MALLOC_TRIM_THRESHOLD_=65536
+    # maps and unmaps every large temporary array afresh (twice the CPU time per local EM
+    # step of a tree search, measured by benchmarks/bench_dask.py --no-malloc-trim)
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+        cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                               processes=True, dashboard_address=":0",
+                               silence_logs=logging.ERROR)
     return Client(cluster, set_as_default=False), cluster
 
 
