@@ -112,6 +112,18 @@ def test_vbem_over_blocks_from_an_em_fit_is_lcb_vbem_from_it(structure, carcinom
     assert fit.elbo >= em_fit.cs - 1e-6  # Beal & Ghahramani's Corollary 6.2 (same prior)
 
 
+def test_structures_are_built_from_blocks_as_from_the_data(carcinoma):
+    """The constructors read columns, labels and cardinalities, which blocks have too."""
+    blocks = PatternBlocks.from_dataset(carcinoma, 5)
+    tree = ({"H": ["H1", "H2"], "H1": ["A", "B", "C", "D"], "H2": ["E", "F", "G"]},
+            {"H": 2, "H1": 2, "H2": 2})
+    parents = ({"A": ["s1"], "B": ["s1", "A"], "C": ["s1", "s2"], "D": ["s2"], "E": ["s2"]},
+               {"s1": 2, "s2": 2})
+    assert lcb.latent_class(blocks, 3) == lcb.latent_class(carcinoma, 3)
+    assert lcb.hlc(blocks, *tree) == lcb.hlc(carcinoma, *tree)
+    assert lcb.dag(blocks, *parents) == lcb.dag(carcinoma, *parents)
+
+
 @pytest.mark.parametrize("kind", ["hlc", "dag"])
 def test_hlc_trees_and_dags_over_blocks_are_lcb_em(carcinoma, kind):
     if kind == "hlc":

@@ -144,6 +144,12 @@ class PatternBlocks:
         return tuple(len(lab) for lab in self.labels)
 
     @property
+    def n_columns(self) -> int:
+        """Number of columns (with ``columns``, ``labels`` and ``cardinalities`` what the
+        structure constructors read: ``lcb.latent_class(blocks, 5)``)."""
+        return len(self.columns)
+
+    @property
     def n_blocks(self) -> int:
         return len(self.blocks)
 
