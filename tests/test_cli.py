@@ -55,6 +55,26 @@ def test_fit_json_has_the_documented_fields(capsys):
     assert result["bic_e"] >= result["bic"]
 
 
+def test_a_file_read_in_chunks_or_as_parquet_gives_the_same_fit(capsys, tmp_path):
+    """--chunk-rows reads the CSV in chunks into its distinct patterns (lcb.scan_file), a
+    Parquet file is always read so: the same fit as the CSV read whole."""
+    path = str(shared_csv("carcinoma.csv"))
+    args = ("--classes", "2", "--restarts", "3", "--seed", "1", "--json")
+    whole = json.loads(_run(capsys, "fit", path, *args)[1])
+    chunked = json.loads(_run(capsys, "fit", path, "--chunk-rows", "10", *args)[1])
+    pytest.importorskip("pyarrow")
+    import pandas as pd
+    parquet = tmp_path / "carcinoma.parquet"
+    pd.read_csv(path).to_parquet(parquet)
+    from_parquet = json.loads(_run(capsys, "fit", str(parquet), *args)[1])
+    for fit in (chunked, from_parquet):
+        assert fit["n_rows"] == whole["n_rows"] and fit["n_patterns"] == whole["n_patterns"]
+        assert fit["loglik"] == pytest.approx(whole["loglik"], abs=1e-9)
+        assert fit["conditional_probabilities"] == whole["conditional_probabilities"]
+    status, _, err = _run(capsys, "fit", path, "--chunk-rows", "0", "--classes", "2")
+    assert status == 2 and "chunk_rows" in err and "Traceback" not in err
+
+
 def test_same_seed_same_output(capsys):
     path = str(shared_csv("carcinoma.csv"))
     args = ("fit", path, "--classes", "2", "--restarts", "5", "--seed", "3", "--json")

@@ -47,15 +47,32 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--encoding", help="text encoding of the file (default: UTF-8, else "
                                            "Windows-1252 or Latin-1, with a warning)")
     parser.add_argument("--sep", help="the delimiter (default: sniffed among , ; tab |)")
+    parser.add_argument("--chunk-rows", type=int, default=None,
+                        help="read the file this many rows at a time, keeping only its "
+                             "distinct patterns (files bigger than memory); a Parquet file "
+                             "(.parquet, .pq) is always read so")
+
+
+#: File suffixes read as Parquet.
+PARQUET = (".parquet", ".pq")
 
 
 def read_data(args: argparse.Namespace) -> Dataset:
-    """The data file restricted to ``--columns``."""
+    """The data file restricted to ``--columns``: a CSV file read whole, or (``--chunk-rows``,
+    a Parquet file) read in chunks by :func:`lcbayes.scan_file` into the pattern form of
+    :meth:`Dataset.from_patterns`, the same data set without its rows in memory."""
     columns = None
     if args.columns is not None:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]
-    return Dataset.from_csv(args.data, columns=columns, max_categories=args.max_categories,
-                            encoding=args.encoding, sep=args.sep)
+    chunk_rows = getattr(args, "chunk_rows", None)
+    if chunk_rows is None and Path(args.data).suffix.lower() not in PARQUET:
+        return Dataset.from_csv(args.data, columns=columns, max_categories=args.max_categories,
+                                encoding=args.encoding, sep=args.sep)
+    from ..streaming.reader import scan_file
+
+    sizes = {} if chunk_rows is None else {"chunk_rows": chunk_rows}
+    return scan_file(args.data, columns, max_categories=args.max_categories,
+                     encoding=args.encoding, sep=args.sep, **sizes).to_dataset()
 
 
 def structure_file(path: str, data: Dataset) -> Structure:
