@@ -5,7 +5,8 @@
 10^6 rows of every file are the same rows), then fitted in a fresh Python process of its own,
 so that its peak resident memory (``ru_maxrss``) belongs to that size alone:
 
-* ``lcb.scan_file`` (two reading passes over the CSV: labels, then patterns in blocks);
+* ``lcb.scan_file`` (one parse of the CSV: labels found while each chunk is compressed to
+  its distinct patterns, which are then coded and merged into blocks);
 * ``lcb.stream_em`` from the same seed, without and with ``warm_start="stepwise"`` (one
   stepwise EM pass first), each every restart in the same passes;
 * ``lcb.stepwise_em`` alone (one pass, one start).
