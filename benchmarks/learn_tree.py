@@ -293,7 +293,7 @@ def report(parts: dict) -> str:
                   f"{'yes' if r['same'] else 'no'} | {r['rf']} | {r['bic_gap']:.2f} | "
                   f"{r['seconds']:.1f} | {r['cpu_seconds']:.1f} | {r['load']:.1f} | "
                   f"`{r['truth']}` | `{r['learned']}` |" for r in rows]
-        lines.append("")
+        lines += ["", *parts["grid"].get("notes", [])]
     if "many" in parts:
         lines += [
             "## Many items", "", f"`{parts['many']['command']}`", "",
