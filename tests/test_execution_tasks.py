@@ -19,15 +19,10 @@ from lcbayes.learn.trees import TreeModel
 from lcbayes.params import to_tables
 
 from .conftest import shared_csv
+from .test_learn_tree import tree_sample, tree_structure
 
 #: Few temperatures: each worker process compiles its own program.
 AIS = {"chains": 4, "temperatures": 32, "seed": 7}
-TREE = {"H": ["H1", "D", "E", "F"], "H1": ["A", "B", "C"]}
-
-
-def _truth(cards: dict) -> lcb.Structure:
-    blank = lcb.Dataset.from_codes(np.tile([[0], [1]], (1, 6)), columns=list("ABCDEF"))
-    return lcb.hlc(blank, TREE, cards)
 
 
 @pytest.fixture(scope="module")
@@ -39,15 +34,7 @@ def carcinoma_lc2():
 @pytest.fixture(scope="module")
 def tree_data() -> lcb.Dataset:
     """600 rows from a 6-leaf binary HLC tree (H -> H1; items 0.85 on one value per state)."""
-    truth = _truth({"H": 2, "H1": 2})
-    params = {}
-    for i, name in enumerate(truth.nodes):
-        q, r = truth.table_shapes[i]
-        table = np.full((q, r), 0.15) if q > 1 else np.full((1, r), 1.0 / r)
-        if q > 1:
-            table[np.arange(q), (np.arange(q) + i) % r] = 0.85
-        params[name] = table.reshape(truth.cpt_shape(i))
-    return lcb.simulate(truth, params, 600, seed=3)
+    return tree_sample(600)
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +111,7 @@ def test_ais_groups_on_a_cluster_equal_serial(carcinoma_lc2, cluster):
 def test_chunked_local_em_gives_the_unchunked_numbers(monkeypatch):
     """A candidate's local EM does not depend on the other lanes of its block, so chunks of
     any size give the numbers of one call (what makes serial and Dask runs identical)."""
-    truth = _truth({"H": 2, "H1": 3})
+    truth = tree_structure({"H": 2, "H1": 3})
     params = lcb.random_params(truth, seed=1)
     model = TreeModel(truth, tuple(np.asarray(t) for t in to_tables(truth, params)))
     data = lcb.simulate(truth, params, 300, seed=2, missing=0.05)

@@ -48,15 +48,15 @@ TREE = {"H": ["H1", "D", "E", "F"], "H1": ["A", "B", "C"]}
 COLUMNS = list("ABCDEF")
 
 
-def _truth(cards=None) -> lcb.Structure:
+def tree_structure(cards=None) -> lcb.Structure:
     blank = lcb.Dataset.from_codes(np.tile([[0], [1]], (1, 6)), columns=COLUMNS)
     return lcb.hlc(blank, TREE, cards or {"H": 2, "H1": 2})
 
 
-@pytest.fixture(scope="module")
-def data():
-    """Data from H (2 states) -> H1 (2 states): every item 0.85 on one value per state."""
-    truth = _truth()
+def tree_sample(n_rows: int, seed: int = 3) -> lcb.Dataset:
+    """``n_rows`` rows from H (2 states) -> H1 (2 states) over six binary leaves: every item
+    0.85 on one value per state."""
+    truth = tree_structure()
     params = {}
     for i, name in enumerate(truth.nodes):
         q, r = truth.table_shapes[i]
@@ -64,13 +64,19 @@ def data():
         if q > 1:
             table[np.arange(q), (np.arange(q) + i) % r] = 0.85
         params[name] = table.reshape(truth.cpt_shape(i))
-    return lcb.simulate(truth, params, 3000, seed=3)
+    return lcb.simulate(truth, params, n_rows, seed=seed)
+
+
+@pytest.fixture(scope="module")
+def data():
+    """3000 rows of :func:`tree_sample`."""
+    return tree_sample(3000)
 
 
 @pytest.fixture(scope="module")
 def small():
     """A model with H1 ternary and random tables, and 400 rows with 5% missing values."""
-    truth = _truth({"H": 2, "H1": 3})
+    truth = tree_structure({"H": 2, "H1": 3})
     params = lcb.random_params(truth, seed=1)
     model = TreeModel(truth, tuple(np.asarray(t) for t in to_tables(truth, params)))
     return model, lcb.simulate(truth, params, 400, seed=2, missing=0.05)
@@ -206,7 +212,7 @@ def test_bipartitions_and_robinson_foulds(small):
     lc = lcb.hlc(lcb.Dataset.from_codes(np.zeros((2, 6), dtype=int) + np.array([[0], [1]]),
                                         columns=COLUMNS), {"Z": COLUMNS}, {"Z": 2})
     assert robinson_foulds(s, lc) == 1 and not same_tree(s, lc)
-    assert same_tree(s, s) and not same_tree(s, _truth())
+    assert same_tree(s, s) and not same_tree(s, tree_structure())
     rerooted = walk(model, s.index("H1")).structure            # the same model, rooted at H1
     assert rerooted.root != s.root and same_tree(rerooted, s) and bipartitions(rerooted) == {
         frozenset({"D", "E", "F"})}
@@ -261,7 +267,7 @@ def learned(data):
 
 @pytest.mark.slow
 def test_the_search_recovers_the_generating_tree(learned, data):
-    assert same_tree(learned.structure, _truth())
+    assert same_tree(learned.structure, tree_structure())
     assert learned.method == "east" and learned.structure.kind == "hlc"
     assert learned.score == pytest.approx(learned.fit.bic)
     frame = learned.to_frame()

@@ -20,7 +20,8 @@ from ..render import matrix_lines
 from ..structure import Structure
 from ..validation import check_int, check_seed, check_structure, data_for, seed_record
 
-__all__ = ["RunRecord", "arrays_from_json", "check_batching", "record_fields", "start_engine"]
+__all__ = ["EstimateRecord", "RunRecord", "arrays_from_json", "check_batching", "record_fields",
+           "start_engine"]
 
 
 def start_engine(structure, seed) -> tuple[float, int | jax.Array]:
@@ -43,37 +44,17 @@ def arrays_from_json(spec: dict, dtype=np.float64) -> dict[str, np.ndarray]:
 
 
 @dataclass(frozen=True, repr=False)
-class RunRecord:
-    """The fields common to :class:`~lcbayes.EMResult` and :class:`~lcbayes.VBResult`.
+class EstimateRecord:
+    """A fit's point estimate and what is read from it alone: the dimension, the class
+    shares, the estimate printed (poLCA's layout) and tabulated with classes numbered from 1.
+    Shared by the in-memory fits (:class:`RunRecord`) and the streamed ones
+    (:class:`lcbayes.streaming.result.StreamRecord`).
 
     Attributes:
         structure: the model fitted.
-        n_iter, converged, history: the best restart's iterations, whether it met ``tol`` and
-            its objective after every iteration (never decreasing).
-        restart_n_iter, restart_converged: the same per restart.
-        n_rows, n_observed_rows, n_patterns: rows, rows with an observed value, unique patterns.
-        hidden_posteriors: ``{hidden node: (n_patterns, r_h)}`` posteriors per data pattern;
-            ``pattern_index`` maps rows to patterns.
-        seconds, seed, restarts, tol, max_iter: the run's settings and wall time (``seed`` is
-            the integer given, or the words of the ``jax.random`` key).
     """
 
     structure: Structure
-    n_iter: int
-    converged: bool
-    history: np.ndarray
-    restart_n_iter: np.ndarray
-    restart_converged: np.ndarray
-    n_rows: int
-    n_observed_rows: int
-    n_patterns: int
-    hidden_posteriors: dict[str, np.ndarray]
-    pattern_index: np.ndarray
-    seconds: float
-    seed: int | tuple[int, ...]
-    restarts: int
-    tol: float
-    max_iter: int
 
     @property
     def n_parameters(self) -> int:
@@ -128,6 +109,51 @@ class RunRecord:
                                   table, errors=err(i, table.shape[0]))
             lines.append("")
         return lines
+
+    def _frame(self, values: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
+        """CPT-shaped ``values`` as a long table (:func:`lcbayes.params.params_frame`); the
+        class node of a latent class model has categories ``class 1``, ``class 2``, ..., the
+        names its items' ``parents`` column uses."""
+        frame = params_frame(self.structure, values)
+        s = self.structure
+        if s.kind == "latent_class":
+            rows = frame["node"] == s.nodes[s.root]
+            frame["category"] = frame["category"].astype(object)
+            frame.loc[rows, "category"] = [f"class {k + 1}" for k in range(int(rows.sum()))]
+        return frame
+
+
+@dataclass(frozen=True, repr=False)
+class RunRecord(EstimateRecord):
+    """The fields common to :class:`~lcbayes.EMResult` and :class:`~lcbayes.VBResult`.
+
+    Attributes:
+        structure: the model fitted.
+        n_iter, converged, history: the best restart's iterations, whether it met ``tol`` and
+            its objective after every iteration (never decreasing).
+        restart_n_iter, restart_converged: the same per restart.
+        n_rows, n_observed_rows, n_patterns: rows, rows with an observed value, unique patterns.
+        hidden_posteriors: ``{hidden node: (n_patterns, r_h)}`` posteriors per data pattern;
+            ``pattern_index`` maps rows to patterns.
+        seconds, seed, restarts, tol, max_iter: the run's settings and wall time (``seed`` is
+            the integer given, or the words of the ``jax.random`` key).
+    """
+
+    n_iter: int
+    converged: bool
+    history: np.ndarray
+    restart_n_iter: np.ndarray
+    restart_converged: np.ndarray
+    n_rows: int
+    n_observed_rows: int
+    n_patterns: int
+    hidden_posteriors: dict[str, np.ndarray]
+    pattern_index: np.ndarray
+    seconds: float
+    seed: int | tuple[int, ...]
+    restarts: int
+    tol: float
+    max_iter: int
 
     @property
     def class_posteriors(self) -> np.ndarray | None:
@@ -219,19 +245,6 @@ class RunRecord:
             "tol": float(spec["tol"]),
             "max_iter": int(spec["max_iter"]),
         }
-
-    def _frame(self, values: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
-        """CPT-shaped ``values`` as a long table (:func:`lcbayes.params.params_frame`); the
-        class node of a latent class model has categories ``class 1``, ``class 2``, ..., the
-        names its items' ``parents`` column uses."""
-        frame = params_frame(self.structure, values)
-        s = self.structure
-        if s.kind == "latent_class":
-            rows = frame["node"] == s.nodes[s.root]
-            frame["category"] = frame["category"].astype(object)
-            frame.loc[rows, "category"] = [f"class {k + 1}" for k in range(int(rows.sum()))]
-        return frame
-
 
 def record_fields(structure: Structure, data: Dataset, runs, best: int, hidden_marginals,
                   started: float, seed, restarts: int, tol: float, max_iter: int) -> dict:

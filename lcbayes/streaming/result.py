@@ -23,8 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .. import scores
-from ..engines.run_record import RunRecord, arrays_from_json
-from ..params import params_frame
+from ..engines.run_record import EstimateRecord, arrays_from_json
 from ..render import json_value, plural
 from ..structure import Structure
 
@@ -32,7 +31,7 @@ __all__ = ["StreamEMResult", "StreamRecord", "StreamVBResult"]
 
 
 @dataclass(frozen=True, repr=False)
-class StreamRecord:
+class StreamRecord(EstimateRecord):
     """What every streamed fit records.
 
     Attributes:
@@ -50,7 +49,6 @@ class StreamRecord:
             integer given, or the words of the ``jax.random`` key).
     """
 
-    structure: Structure
     history: np.ndarray
     n_iter: int
     converged: bool
@@ -67,33 +65,9 @@ class StreamRecord:
     tol: float
     max_iter: int
 
-    @property
-    def n_parameters(self) -> int:
-        """Standard dimension ``sum_i q_i (r_i - 1)``."""
-        return self.structure.n_parameters
-
-    @property
-    def n_classes(self) -> int | None:
-        return self.structure.n_classes
-
-    @property
-    def estimate(self) -> dict[str, np.ndarray]:
-        raise NotImplementedError
-
-    @property
-    def class_weights(self) -> np.ndarray | None:
-        """Class shares of a latent class model, ``None`` for other kinds."""
-        s = self.structure
-        return None if s.kind != "latent_class" else np.asarray(self.estimate[s.nodes[s.root]])
-
-    def estimate_lines(self, qualifier: str = "") -> list[str]:
-        """:attr:`estimate` in poLCA's layout (:meth:`lcbayes.engines.run_record.RunRecord.
-        estimate_lines`, which reads only the structure and the estimate)."""
-        return RunRecord.estimate_lines(self, qualifier)
-
     def to_frame(self) -> pd.DataFrame:
         """The estimate as a long table (``node``, ``parents``, ``category``, ``value``)."""
-        return params_frame(self.structure, {"value": self.estimate})
+        return self._frame({"value": self.estimate})
 
     def _record_dict(self) -> dict:
         return {
