@@ -19,11 +19,35 @@ from scipy.special import digamma
 from ..render import json_value, plural
 from .run_record import RunRecord, arrays_from_json
 
-__all__ = ["VBResult"]
+__all__ = ["DirichletPosterior", "VBResult"]
+
+
+class DirichletPosterior:
+    """What a VB fit reads from its bound and its Dirichlet posterior (``elbo``,
+    ``log_alias`` and ``posterior``, ``{node: alpha}``), in memory or streamed."""
+
+    elbo: float
+    log_alias: float
+    posterior: dict[str, np.ndarray]
+
+    @property
+    def elbo_corrected(self) -> float:
+        """``elbo + log_alias`` (Beal & Ghahramani's "VB" score; ``elbo`` is their "VB*")."""
+        return self.elbo + self.log_alias
+
+    @property
+    def posterior_mean(self) -> dict[str, np.ndarray]:
+        """``E[theta] = alpha / alpha_0`` per node."""
+        return {k: a / a.sum(axis=-1, keepdims=True) for k, a in self.posterior.items()}
+
+    @property
+    def estimate(self) -> dict[str, np.ndarray]:
+        """The point estimate shown by ``summary()``: :attr:`posterior_mean`."""
+        return self.posterior_mean
 
 
 @dataclass(frozen=True, repr=False)
-class VBResult(RunRecord):
+class VBResult(DirichletPosterior, RunRecord):
     """Outcome of :func:`lcbayes.vbem`: the best restart's bound and Dirichlet posteriors.
 
     Attributes:
@@ -44,21 +68,6 @@ class VBResult(RunRecord):
     posterior: dict[str, np.ndarray]
     prior: dict[str, np.ndarray]
     restart_elbos: np.ndarray
-
-    @property
-    def elbo_corrected(self) -> float:
-        """``elbo + log_alias`` (Beal & Ghahramani's "VB" score; ``elbo`` is their "VB*")."""
-        return self.elbo + self.log_alias
-
-    @property
-    def posterior_mean(self) -> dict[str, np.ndarray]:
-        """``E[theta] = alpha / alpha_0`` per node."""
-        return {k: a / a.sum(axis=-1, keepdims=True) for k, a in self.posterior.items()}
-
-    @property
-    def estimate(self) -> dict[str, np.ndarray]:
-        """The point estimate shown by :meth:`summary`: :attr:`posterior_mean`."""
-        return self.posterior_mean
 
     def _log_tables(self) -> tuple[np.ndarray, ...]:
         """``E[ln theta] = psi(alpha) - psi(alpha_0)`` per node, ``(q_i, r_i)``."""

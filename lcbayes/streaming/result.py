@@ -24,6 +24,7 @@ import pandas as pd
 
 from .. import scores
 from ..engines.run_record import EstimateRecord, arrays_from_json
+from ..engines.vb_result import DirichletPosterior
 from ..render import json_value, plural
 from ..structure import Structure
 
@@ -207,7 +208,7 @@ class StreamEMResult(StreamRecord):
 
 
 @dataclass(frozen=True, repr=False)
-class StreamVBResult(StreamRecord):
+class StreamVBResult(DirichletPosterior, StreamRecord):
     """Outcome of :func:`lcbayes.stream_vbem`.
 
     Attributes:
@@ -220,20 +221,6 @@ class StreamVBResult(StreamRecord):
     log_alias: float
     posterior: dict[str, np.ndarray]
     prior: dict[str, np.ndarray]
-
-    @property
-    def elbo_corrected(self) -> float:
-        """``elbo + log_alias``."""
-        return self.elbo + self.log_alias
-
-    @property
-    def posterior_mean(self) -> dict[str, np.ndarray]:
-        """``E[theta] = alpha / alpha_0`` per node."""
-        return {k: a / a.sum(axis=-1, keepdims=True) for k, a in self.posterior.items()}
-
-    @property
-    def estimate(self) -> dict[str, np.ndarray]:
-        return self.posterior_mean
 
     def to_dict(self) -> dict:
         """Everything as JSON-ready values; :meth:`from_dict` reads it back."""
