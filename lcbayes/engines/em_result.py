@@ -32,11 +32,44 @@ from ..render import json_value, plural
 from .dirichlet import complete_data_log_evidence
 from .run_record import RunRecord, arrays_from_json
 
-__all__ = ["EMResult"]
+__all__ = ["EMResult", "PenalisedScores"]
+
+
+class PenalisedScores:
+    """The penalised-likelihood scores of a fit with ``loglik``, ``n_parameters``,
+    ``n_observed_rows`` and ``entropy`` (the posterior memberships' entropy), on the
+    natural-log evidence scale (:mod:`lcbayes.scores`); in memory or streamed."""
+
+    @property
+    def bic(self) -> float:
+        """``loglik - d/2 ln N`` (natural-log evidence scale; poLCA's BIC is ``-2 * bic``)."""
+        return scores.bic(self.loglik, self.n_parameters, self.n_observed_rows)
+
+    @property
+    def aic(self) -> float:
+        """``loglik - d`` (poLCA's AIC is ``-2 * aic``)."""
+        return scores.aic(self.loglik, self.n_parameters)
+
+    @property
+    def abic(self) -> float:
+        """``loglik - d/2 ln((N + 2) / 24)``, the sample-size-adjusted BIC (Mplus' is
+        ``-2 * abic``)."""
+        return scores.abic(self.loglik, self.n_parameters, self.n_observed_rows)
+
+    @property
+    def caic(self) -> float:
+        """``loglik - d/2 (ln N + 1)``, the consistent AIC (``-2 * caic`` on the deviance
+        scale)."""
+        return scores.caic(self.loglik, self.n_parameters, self.n_observed_rows)
+
+    @property
+    def icl(self) -> float:
+        """``bic - entropy`` of the posterior hidden memberships."""
+        return scores.icl(self.loglik, self.n_parameters, self.n_observed_rows, self.entropy)
 
 
 @dataclass(frozen=True, repr=False)
-class EMResult(RunRecord):
+class EMResult(PenalisedScores, RunRecord):
     """Outcome of :func:`lcbayes.em`: the best restart's estimate, scores and every restart's
     fit.
 
@@ -70,28 +103,6 @@ class EMResult(RunRecord):
     algorithm: str = "squarem"
 
     # ------------------------------------------------------------------ scores
-    @property
-    def bic(self) -> float:
-        """``loglik - d/2 ln N`` (natural-log evidence scale; poLCA's BIC is ``-2 * bic``)."""
-        return scores.bic(self.loglik, self.n_parameters, self.n_observed_rows)
-
-    @property
-    def aic(self) -> float:
-        """``loglik - d`` (poLCA's AIC is ``-2 * aic``)."""
-        return scores.aic(self.loglik, self.n_parameters)
-
-    @property
-    def abic(self) -> float:
-        """``loglik - d/2 ln((N + 2) / 24)``, the sample-size-adjusted BIC (Mplus' is
-        ``-2 * abic``)."""
-        return scores.abic(self.loglik, self.n_parameters, self.n_observed_rows)
-
-    @property
-    def caic(self) -> float:
-        """``loglik - d/2 (ln N + 1)``, the consistent AIC (``-2 * caic`` on the deviance
-        scale)."""
-        return scores.caic(self.loglik, self.n_parameters, self.n_observed_rows)
-
     def with_standard_errors(self, data, method: str = "empirical") -> EMResult:
         """This fit with the standard errors of its estimates on ``data`` (the data it was
         fitted to): ``"empirical"`` information (poLCA's) or ``"observed"`` information
@@ -109,11 +120,6 @@ class EMResult(RunRecord):
         from ..indices import fit_indices
 
         return fit_indices(self, data)
-
-    @property
-    def icl(self) -> float:
-        """``bic - entropy`` of the posterior hidden memberships."""
-        return scores.icl(self.loglik, self.n_parameters, self.n_observed_rows, self.entropy)
 
     @property
     def log_alias(self) -> float:

@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from .. import scores
+from ..engines.em_result import PenalisedScores
 from ..engines.run_record import EstimateRecord, arrays_from_json
 from ..engines.vb_result import DirichletPosterior
 from ..render import json_value, plural
@@ -120,7 +120,7 @@ class StreamRecord(EstimateRecord):
 
 
 @dataclass(frozen=True, repr=False)
-class StreamEMResult(StreamRecord):
+class StreamEMResult(PenalisedScores, StreamRecord):
     """Outcome of :func:`lcbayes.stream_em` or :func:`lcbayes.stepwise_em`.
 
     Attributes:
@@ -149,21 +149,6 @@ class StreamEMResult(StreamRecord):
     @property
     def estimate(self) -> dict[str, np.ndarray]:
         return self.params
-
-    @property
-    def bic(self) -> float:
-        """``loglik - d/2 ln N`` (natural-log evidence scale)."""
-        return scores.bic(self.loglik, self.n_parameters, self.n_observed_rows)
-
-    @property
-    def aic(self) -> float:
-        """``loglik - d``."""
-        return scores.aic(self.loglik, self.n_parameters)
-
-    @property
-    def icl(self) -> float:
-        """``bic - entropy``."""
-        return scores.icl(self.loglik, self.n_parameters, self.n_observed_rows, self.entropy)
 
     def to_dict(self) -> dict:
         """Everything as JSON-ready values; :meth:`from_dict` reads it back."""
