@@ -16,11 +16,14 @@ the closed-form maximiser of the penalised first-order model
   ``alpha = eta g^T d / d^T d`` with ``g = dL/dphi``.
 
 Gradients are on the per-observation scale ``(1/N) L`` (§2.6), by ``jax.grad``
-(:class:`.problem.Problem`; the traditional basis eliminates every row's last state, App A.5).
+(:class:`.problem.Problem`; the traditional basis eliminates every row's last state, App A.5;
+the softmax-basis gradient by the chain rule from the traditional one).
 A step of a traditional-basis version is kept in the simplex by
 :func:`.helmbold.feasible` (ours). No version is guaranteed to
 increase the likelihood (§2.7.1 shows ``acg_theta`` does so on a quadratic for small
-``eta``). Maximum likelihood only.
+``eta``). At the default adaptive rate each step is also compared with the EM step from the
+same point and the better one taken (ours, :func:`.state.learning_step`). Maximum likelihood
+only.
 """
 
 from __future__ import annotations
@@ -39,22 +42,21 @@ BASES = ("acg_phi", "acg_theta", "acg_theta_chi")
 def build(problem: Problem, basis: str, eta, tol_total, max_iter: int,
           adaptive: bool = False) -> Kernel:
     """The kernel of ``basis`` (one of :data:`BASES`) with learning rate ``eta``, fixed or the
-    start of an adaptive one (:func:`.state.learning_step`: a refused step also resets the
-    direction to the gradient)."""
+    start of an adaptive one, safeguarded by the EM step (:func:`.state.learning_step`; where
+    the EM step is taken the direction restarts from the gradient)."""
     phi = basis == "acg_phi"
 
     def at(x):
-        """``(L(x), per-observation gradient in the basis)``."""
-        if phi:
-            value, g = problem.phi_value_and_gradient(problem.to_phi(x))
-        else:
-            value, full = problem.value_and_gradient(x)
-            g = problem.to_free(full)
-        return value, g / problem.n_obs
+        """``(L(x), fields at x)``: the per-observation gradient in the basis, ``M(x)``, and
+        the gradient as a fresh direction."""
+        value, full = problem.value_and_gradient(x)
+        g = (problem.phi_gradient(x, full) if phi else problem.to_free(full)) / problem.n_obs
+        return value, {"x": x, "gradient": g, "mapped": problem.em_step(x, full),
+                       "direction": g, "scale": g @ g, "count": jnp.array(0)}
 
     def init(x0) -> State:
-        value, g = at(x0)
-        return initial_state(x0, value, max_iter, gradient=g, direction=g, scale=g @ g,
+        value, fields = at(x0)
+        return initial_state(x0, value, max_iter, **fields,
                              rate=jnp.asarray(eta, dtype=jnp.float64))
 
     def step(state: State) -> State:
@@ -69,15 +71,15 @@ def build(problem: Problem, basis: str, eta, tol_total, max_iter: int,
             new = problem.from_phi(problem.to_phi(x) + alpha * d)
         else:
             new = feasible(problem, x, alpha * problem.expand(d))
-        value, g_new = at(new)
+        value, moved = at(new)
+        g_new = moved["gradient"]
         conjugate = g_new + (g_new @ g_new) / jnp.where(state.scale != 0, state.scale, 1.0) * d
         count = state.count + 1
         fresh = (count >= problem.dim) | ~(conjugate @ g_new > 0)
         direction = jnp.where(fresh, g_new, conjugate)
-        return learning_step(
-            state, value, tol_total, adaptive,
-            {"x": new, "gradient": g_new, "direction": direction, "scale": direction @ g_new,
-             "count": jnp.where(fresh, 0, count)},
-            kept={"direction": g, "scale": g @ g, "count": jnp.zeros_like(count)})
+        moved.update(direction=direction, scale=direction @ g_new,
+                     count=jnp.where(fresh, 0, count))
+        return learning_step(state, value, tol_total, moved,
+                             at(state.mapped) if adaptive else None)
 
     return Kernel(init, step)

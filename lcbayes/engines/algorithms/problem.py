@@ -10,6 +10,7 @@ algorithms need from it, all on top of the inference core:
   the M step (Whiley eq. 2.3; with the prior, the MAP M step);
 * the gradient ``dL/dx`` by ``jax.grad`` of the core's log marginals over the flat tables
   (any structure kind; App A.5.1 writes it out for naive networks with binary items);
+* the EM step from that gradient (the expected counts are ``x dL/dx``);
 * two coordinate systems of the simplex rows: the *traditional basis* with the last state of
   every row eliminated (``x_last = 1 - sum others``, App A.5), where a free gradient is
   ``g_k - g_last``, and the *softmax basis* with reference state 0 (``phi_k = ln x_k / x_0``,
@@ -196,8 +197,20 @@ class Problem:
         """Back from the softmax basis (held entries at their values)."""
         return self.hold(jnp.exp(flat.log_normalise(phi, self.shapes)))
 
-    def phi_value_and_gradient(self, phi):
-        """``(L, dL/dphi)`` in the softmax basis (``jax.grad``; App A.4 writes it out for
-        naive networks), 0 on the reference states and held entries."""
-        value, g = jax.value_and_grad(lambda p: self.objective(self.from_phi(p)))(phi)
-        return value, jnp.where(self.free_phi & jnp.isfinite(g), g, 0.0)
+    def phi_gradient(self, x, g):
+        """``dL/dphi`` in the softmax basis from ``g = dL/dx`` by the chain rule,
+        ``x_k (g_k - sum_l x_l g_l)`` in every row (App A.4 writes it out for naive networks),
+        0 on the reference states and held entries."""
+        weighted = self.counts(x, g)
+        return jnp.where(self.free_phi, weighted - x * self.row_sum(weighted), 0.0)
+
+    def counts(self, x, g):
+        """``x dL/dx`` entrywise (0 where ``x`` is): each CPT entry enters ``p(y)`` as a factor,
+        so this is the E step's expected counts plus the prior's ``lambda - 1 + b``."""
+        return jnp.where(x > 0, x * g, 0.0)
+
+    def em_step(self, x, g):
+        """``M(x)``, the (MAP) EM step, from ``g = dL/dx`` (:meth:`value_and_gradient`) instead
+        of a second E step (:meth:`counts`)."""
+        prior = 0.0 if self.prior is None else self.prior
+        return self.m_step(jnp.maximum(self.counts(x, g) - prior, 0.0))

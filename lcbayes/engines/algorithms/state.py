@@ -21,8 +21,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-__all__ = ["GROW", "SHRINK", "STREAK", "EMRuns", "Kernel", "State", "converged",
-           "initial_state", "iterate", "learning_step", "record"]
+__all__ = ["GROW", "SHRINK", "EMRuns", "Kernel", "State", "converged", "initial_state",
+           "iterate", "learning_step", "record"]
 
 
 class EMRuns(NamedTuple):
@@ -48,7 +48,8 @@ class State(NamedTuple):
         gradient: the (free, possibly generalised) gradient at ``x`` (gradient methods).
         direction: the search direction at ``x`` (conjugate gradients, ACG).
         previous: the gradient at the previous point (GCG's ``beta``).
-        mapped: ``M(x)``, the EM map at ``x`` (GCG; CG's fallback).
+        mapped: ``M(x)``, the EM map at ``x`` (GCG; CG's fallback; the gradient methods'
+            fallback at an adaptive rate, :func:`learning_step`).
         scale: ``d^T g`` of the last direction (``beta`` option (ii)).
         count: steps since the direction was last reset to the gradient.
         switched: conjugate gradients: past the switch from EM (Jamshidian & Jennrich 2.10).
@@ -56,8 +57,6 @@ class State(NamedTuple):
         stats: IEM: ``(blocks, n)`` every block's expected counts.
         evaluations: objective evaluations in line searches, all iterations together.
         rate: the learning rate of the gradient methods (:func:`learning_step`).
-        streak: accepted steps since the last refused one at an adaptive rate
-            (:func:`learning_step`; none refused yet: more than :data:`STREAK`).
     """
 
     x: jax.Array
@@ -76,7 +75,6 @@ class State(NamedTuple):
     stats: jax.Array
     evaluations: jax.Array
     rate: jax.Array
-    streak: jax.Array
 
 
 class Kernel(NamedTuple):
@@ -94,8 +92,7 @@ def initial_state(x0: jax.Array, value, max_iter: int, **fields) -> State:
                 gradient=zeros, direction=zeros, previous=zeros, mapped=x0,
                 scale=jnp.array(1.0), count=jnp.array(0), switched=jnp.array(False),
                 level=jnp.array(0), stats=jnp.zeros((0, x0.shape[0])),
-                evaluations=jnp.array(0), rate=jnp.array(1.0),
-                streak=jnp.array(STREAK + 1))
+                evaluations=jnp.array(0), rate=jnp.array(1.0))
     base.update(fields)
     return State(**base)
 
@@ -113,39 +110,33 @@ def record(state: State, recorded, done, **fields) -> State:
                           done=done, **fields)
 
 
-#: The adaptive learning rate's factors after an accepted and after a rejected step.
+#: The adaptive learning rate's factors after a step that gained and after one that lost.
 GROW, SHRINK = 1.2, 0.5
 
-#: An adaptive method stops on a small change only within this many accepted steps of a
-#: refused one, i.e. with the rate near the largest that still gains: while every step is
-#: accepted the rate grows, and a small change may only show that the rate is small.
-STREAK = 5
 
-
-def learning_step(state: State, value, tol_total, adaptive: bool, moved: dict,
-                  kept: dict | None = None) -> State:
+def learning_step(state: State, value, tol_total, moved: dict, em=None) -> State:
     """One iteration of a gradient method (Helmbold's updates, ACG) that proposed ``moved``
-    (the new ``x`` and what goes with it) where the objective is ``value``.
+    (the new ``x`` and what goes with it: ``gradient``, ``mapped``, ...) where the objective
+    is ``value``.
 
-    With a fixed learning rate (the thesis's; ``adaptive`` false) the step is taken. With an
-    adaptive one ("bold driver", Battiti 1989; ours: Whiley tuned ``eta`` by hand for every run,
-    §2.8) a step that lowers the objective is refused: ``x`` stays, the fields in ``kept`` take
-    their given values (e.g. a conjugate direction reset to the gradient) and ``rate`` shrinks
-    by :data:`SHRINK`; an accepted step grows it by :data:`GROW`. The method is then monotone,
-    and it stops only when the tolerance is met within :data:`STREAK` accepted steps of a
-    refused one."""
-    if not adaptive:
+    With a fixed learning rate (the thesis's; ``em`` ``None``) the step is taken. At an
+    adaptive one (ours: Whiley tuned ``eta`` by hand for every run, §2.8) ``em = (value,
+    fields)`` is the EM step ``M(x)`` from the same point with the same fields, and the better
+    of the two is taken (a tie or a NaN proposal: EM). Every iteration then gains at least what
+    EM's would, so the method is monotone and converges wherever EM does (it can be no slower
+    per iteration, at one more E step each); it stops when the objective changes by less than
+    ``tol_total``, so only where the EM step would not gain that either (EM's own rule). The
+    rate is a "bold driver" (Battiti 1989): times :data:`GROW` after a proposal that gained,
+    :data:`SHRINK` after one that lost, whichever step was taken."""
+    if em is None:
         return record(state, state.value, converged(state.value, value, tol_total),
                       value=value, **moved)
-    accept = value >= state.value  # false for NaN
-    kept = kept or {}
-    fields = {name: jnp.where(accept, new, kept.get(name, getattr(state, name)))
-              for name, new in moved.items()}
-    streak = jnp.where(accept, jnp.minimum(state.streak + 1, STREAK + 1), 0)
-    return record(state, state.value,
-                  accept & (streak <= STREAK) & converged(state.value, value, tol_total),
-                  value=jnp.where(accept, value, state.value),
-                  rate=state.rate * jnp.where(accept, GROW, SHRINK), streak=streak, **fields)
+    em_value, em_fields = em
+    better = value > em_value  # false for NaN
+    fields = {name: jnp.where(better, new, em_fields[name]) for name, new in moved.items()}
+    taken = jnp.where(better, value, em_value)
+    return record(state, state.value, converged(state.value, taken, tol_total), value=taken,
+                  rate=state.rate * jnp.where(value >= state.value, GROW, SHRINK), **fields)
 
 
 def iterate(kernel: Kernel, x0: jax.Array, limit) -> State:
