@@ -17,7 +17,8 @@ election ratings (12 four-level items with missing values, 3 classes) and the si
 (``--rows`` rows, 20 binary items, 5 classes). Every algorithm starts from the same random
 starts (the seed) and stops on the same rule (``tol`` per row over one iteration); "first"
 includes compilation, "steady" is one more identical call. Iterations are the algorithm's own
-(a SQUAREM cycle, an IEM pass over the blocks, a CG step with its line search), so compare
+(a SQUAREM cycle, an IEM pass over the blocks, a CG step with its line search, a gradient
+method's step with the EM step it is compared with at the default adaptive rate), so compare
 seconds across algorithms and iterations within one.
 
 What is measured:
