@@ -13,10 +13,14 @@ so GHM take the maximum over a few random points.
 
 Here ``p(y)`` comes from the exact inference core (:func:`lcbayes.inference.log_marginal`, any of
 the kinds ``latent_class``, ``hlc`` and ``dag``), the Jacobian from ``jax.jacfwd`` in float64,
-jitted once per structure, and the rank from an SVD. Rows are the configurations ``y``; each is
-scaled by ``1 / sqrt(p(y))`` (the Jacobian of ``2 sqrt(p(y))``, whose Gram matrix is the Fisher
-information). Scaling rows by positive numbers leaves the rank unchanged and makes rows of rare
-and frequent configurations comparable.
+jitted once per structure, and the rank from an SVD. A latent class model needs no compiled
+program: with ``f_k(y) = prod_j theta_jk(y_j)`` and ``p(y) = sum_k pi_k f_k(y)`` its Jacobian
+is closed-form (Goodman 1974's identifiability matrix), ``dp/dpi_k = f_k - f_K`` and
+``dp/dtheta_jkv = pi_k f_k(y) / theta_jk(y_j) ([y_j = v] - [y_j = r_j])`` over the free
+entries (:func:`_latent_class_jacobian`, tested against ``jax.jacfwd``). Rows are the
+configurations ``y``; each is scaled by ``1 / sqrt(p(y))`` (the Jacobian of ``2 sqrt(p(y))``,
+whose Gram matrix is the Fisher information). Scaling rows by positive numbers leaves the rank
+unchanged and makes rows of rare and frequent configurations comparable.
 
 The effective dimension never exceeds the number of free parameters
 (:attr:`~lcbayes.structure.Structure.n_parameters`) nor the dimension of the observed simplex,
@@ -186,7 +190,10 @@ def effective_dimension_details(
         for n_rows in schedule:
             while sum(len(b) for b in blocks) < n_rows:
                 start = sum(len(b) for b in blocks)
-                blocks.append(_jacobian_rows(structure, theta, configs[start:start + chunk], chunk))
+                rows = configs[start:start + chunk]
+                blocks.append(_latent_class_jacobian(structure, theta, rows)
+                              if structure.kind == "latent_class"
+                              else _jacobian_rows(structure, theta, rows, chunk))
             jac = np.concatenate(blocks)[:n_rows]
             rank, sv, abs_tol = _rank(jac, tol)
             if rank >= upper or rank == previous:
@@ -269,6 +276,38 @@ def _jacobian_rows(structure: Structure, theta: np.ndarray, configs: np.ndarray,
     jac = _scaled_jacobian(structure, jnp.asarray(theta, dtype=jnp.float64),
                            jnp.asarray(padded))
     return np.asarray(jac)[:n]
+
+
+def _latent_class_jacobian(structure: Structure, theta: np.ndarray, configs: np.ndarray
+                           ) -> np.ndarray:
+    """:func:`_scaled_jacobian` of a latent class model in closed form (module docstring), in
+    NumPy: ``(len(configs), d)``, the columns in the order of the free parameters."""
+    source, last, _, entry_row = _table_layout(structure)
+    entries = np.where(last, 0.0, np.append(theta, 0.0)[source])
+    row_sums = np.zeros(int(entry_row[-1]) + 1)
+    np.add.at(row_sums, entry_row, entries)
+    entries = np.where(last, 1.0 - row_sums[entry_row], entries)
+    tables, start = [], 0
+    for i in range(structure.n_nodes):
+        q, r = structure.n_configs(i), structure.cardinalities[i]
+        tables.append(entries[start:start + q * r].reshape(q, r))
+        start += q * r
+    weights = tables[structure.root][0]                            # (K,)
+    seen = [tables[i][:, configs[:, c]].T                          # (n, K) theta_jk(y_j)
+            for c, i in enumerate(structure.observed_nodes)]
+    f = np.prod(seen, axis=0)                                      # (n, K)
+    scale = 1.0 / np.sqrt(f @ weights)                             # 2 sqrt(p)' = p' / sqrt(p)
+    columns = []
+    for i in range(structure.n_nodes):
+        r = structure.cardinalities[i]
+        if i == structure.root:
+            columns.append(f[:, :-1] - f[:, -1:])
+            continue
+        y = configs[:, structure.observed_nodes.index(i)]
+        share = weights * f / seen[structure.observed_nodes.index(i)]  # (n, K)
+        sign = (y[:, None] == np.arange(r - 1)).astype(float) - (y == r - 1)[:, None]
+        columns.append((share[:, :, None] * sign[:, None, :]).reshape(len(configs), -1))
+    return np.concatenate(columns, axis=1) * scale[:, None]
 
 
 @lru_cache(maxsize=256)
