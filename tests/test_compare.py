@@ -391,3 +391,15 @@ def test_the_scores_axis_leaves_out_a_far_candidate(main):
     assert off == [0] and low > frame.loc[0, "bic"] + 100  # LC(1), 150 nats below the rest
     assert ax.get_ylim() == pytest.approx((low, high))
     assert [t.get_text().split(" off scale")[0] for t in ax.texts] == ["LC(1)"]
+
+
+def test_the_table_does_not_depend_on_the_threads(two_class, main):
+    """The needs run as tasks on threads in an order that depends on timing (VBEM after EM,
+    AIS beside them); every number depends on the seed alone."""
+    serial = lcb.compare(two_class, classes=range(1, 4), methods=NO_AIS, restarts=3, seed=0,
+                         progress=False, workers=1)
+    wide = lcb.compare(two_class, classes=range(1, 4), methods=NO_AIS, restarts=3, seed=0,
+                       progress=False, workers=5)
+    columns = [c for c in main.to_frame().columns if c != "seconds"]
+    for other in (serial, wide):
+        pd.testing.assert_frame_equal(other.to_frame()[columns], main.to_frame()[columns])

@@ -142,15 +142,16 @@ def _chib(structure, data, settings, fits):
     return chib(structure, data, restarts=settings["restarts"], seed=settings["seed"])
 
 
-register_need(Need("exact", "exact", _exact, too_large=True))
-register_need(Need("effective_dimension", "effective dimension", _effective_dimension))
+register_need(Need("exact", "exact", _exact, too_large=True, after=()))
+register_need(Need("effective_dimension", "effective dimension", _effective_dimension,
+                   after=()))
 register_need(Need("em", "EM", _em, columns=(Column("loglik", "loglik"),),
-                   values=lambda fit: {"loglik": fit.loglik}))
-register_need(Need("vbem", "VBEM", _vbem))
-register_need(Need("classification", "classification", _classification))
-register_need(Need("smaller_em", "EM with one class fewer", _smaller_fit))
+                   values=lambda fit: {"loglik": fit.loglik}, after=()))
+register_need(Need("vbem", "VBEM", _vbem, after=("em",)))
+register_need(Need("classification", "classification", _classification, after=("em",)))
+register_need(Need("smaller_em", "EM with one class fewer", _smaller_fit, after=("em",)))
 register_need(Need("lmr", "LMR", _lmr, side_by_side=False))
 register_need(Need("blrt", "BLRT", _blrt, side_by_side=False))
-register_need(Need("ais", "AIS", _ais))
-register_need(Need("laplace", "Laplace", _laplace))
-register_need(Need("chib", "Chib", _chib))
+register_need(Need("ais", "AIS", _ais, after=()))
+register_need(Need("laplace", "Laplace", _laplace, after=()))
+register_need(Need("chib", "Chib", _chib, after=()))

@@ -129,8 +129,8 @@ class Need:
         name: what methods name in ``needs`` (``"em"``, ``"vbem"``, ...).
         label: shown on the progress bar.
         run: ``run(structure, data, settings, fits) -> result`` with the comparison's
-            settings and the candidate's results of the needs that ran before (in
-            registration order).
+            settings and the candidate's results of the needs that ran before it (those of
+            ``after``).
         columns: table columns the need itself provides (e.g. ``loglik`` of the EM fit) and
             ``values(result) -> {column: value}`` for them.
         too_large: an engine that refuses large problems (:class:`~lcbayes.TooLargeError`): the
@@ -139,6 +139,9 @@ class Need:
             runs it for one candidate after another once the others are done (engines that
             compile programs of their own per candidate, which concurrent threads would
             compile and write to the compilation cache at once).
+        after: the needs whose results ``run`` reads from ``fits`` (it starts once they are
+            done, and may run beside the candidate's other needs); ``None``: every need
+            registered before it.
     """
 
     name: str
@@ -148,6 +151,7 @@ class Need:
     values: Callable[[Any], dict[str, float]] | None = None
     too_large: bool = False
     side_by_side: bool = True
+    after: tuple[str, ...] | None = None
 
 
 _METHODS: dict[str, Method] = {}

@@ -3,9 +3,10 @@ the table (:class:`~.table.Comparison`).
 
 The run is: check the arguments and the candidates (:mod:`.candidates`); from the requested
 methods (:mod:`.registry`) find the engine runs they need (:mod:`.needs`); run those on every
-candidate in registration order (the exact evidence first, then the effective dimension, EM,
-VBEM, AIS), each with the same ``seed``, so any row can be reproduced by calling the engine
-directly; record settings, seeds, seconds and versions. Engines compile once per structure
+candidate (each after the runs whose results it reads, e.g. VBEM after EM, the fit it also
+starts from; AIS beside them), each with the same ``seed``, so any row can be reproduced by
+calling the engine directly and the numbers do not depend on the order or on the threads;
+record settings, seeds, seconds and versions. Engines compile once per structure
 shape; latent class candidates of different sizes share one program per engine by running
 inside the largest (``pad_classes``, :mod:`lcbayes.engines.padding`), recorded in the settings:
 the same numbers up to rounding (EM: and its tolerance), a fraction of the compilation.
@@ -18,8 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Literal
 
 import pandas as pd
@@ -61,27 +61,35 @@ def _needed(methods: tuple[str, ...], exact) -> list[registry.Need]:
     return [n for n in registry.needs() if n.name in names]
 
 
+def _run_need(need: registry.Need, task: tuple[str, Structure], data: Dataset,
+              settings: dict, fits: dict, exact) -> tuple[object, str | None, float]:
+    """One need of one candidate ``(name, structure)``: its result, a note (a too-large
+    exact evidence: no result) and its seconds."""
+    name, structure = task
+    t = time.perf_counter()
+    try:
+        return need.run(structure, data, settings, fits), None, time.perf_counter() - t
+    except TooLargeError as exc:
+        if not need.too_large or exact is True:
+            raise TooLargeError(f"candidate {name!r}: {exc}") from None
+        return (None, f"too large for max_terms={settings['max_terms']:g}",
+                time.perf_counter() - t)
+
+
+def _first_note(exact) -> str | None:
+    return "not requested (exact=False)" if exact is False else None
+
+
 def _side_by_side(task: tuple[str, Structure], data: Dataset, settings: dict,
                   needed: list[registry.Need], exact) -> tuple[dict, str | None, dict]:
     """The needed engine runs of one candidate ``(name, structure)`` that may run side by
-    side with other candidates', with its note and seconds per need."""
-    name, structure = task
-    note = "not requested (exact=False)" if exact is False else None
-    done: dict = {}
-    spent = {}
+    side with other candidates', one after another, with its note and seconds per need."""
+    note, done, spent = _first_note(exact), {}, {}
     for need in needed:
-        if not need.side_by_side:
-            continue
-        t = time.perf_counter()
-        try:
-            done[need.name] = need.run(structure, data, settings, done)
-        except TooLargeError as exc:
-            if not need.too_large or exact is True:
-                raise TooLargeError(f"candidate {name!r}: {exc}") from None
-            done[need.name] = None
-            note = f"too large for max_terms={settings['max_terms']:g}"
-        finally:
-            spent[need.name] = time.perf_counter() - t
+        if need.side_by_side:
+            done[need.name], late, spent[need.name] = _run_need(need, task, data, settings,
+                                                                 done, exact)
+            note = late or note
     return done, note, spent
 
 
@@ -105,23 +113,56 @@ def _candidate(task: tuple[str, Structure], data: Dataset, settings: dict,
     return _one_at_a_time(task[1], outcome, data, settings, needed)
 
 
+def _inputs(need: registry.Need, needed: list[registry.Need]) -> list[str]:
+    """The needs among ``needed`` whose results ``need`` reads (:attr:`Need.after`)."""
+    names = [n.name for n in needed if n.side_by_side]
+    if need.after is None:
+        return names[:names.index(need.name)]
+    return [n for n in need.after if n in names]
+
+
 def _run_here(names: list[str], structures: list[Structure], shared: dict, workers: int,
               show: bool) -> list[tuple]:
-    """Every candidate in this process: the first compiles the programs the others share,
-    then they run side by side on ``workers`` threads, then the one-at-a-time needs."""
+    """Every candidate in this process, its needs as tasks on ``workers`` threads: a task
+    starts once the needs it reads (:attr:`Need.after`) are done for its candidate and the
+    first candidate has run the same need (so it compiled the program the others share);
+    so one candidate's AIS compiles and runs beside its EM and VBEM. Then the one-at-a-time
+    needs."""
+    data, settings, needed, exact = (shared[k] for k in ("data", "settings", "needed",
+                                                         "exact"))
+    order = {n.name: i for i, n in enumerate(needed)}
+    waiting = {(j, n.name): [(j, u) for u in _inputs(n, needed)] + ([(0, n.name)] if j else [])
+               for j in range(len(structures)) for n in needed if n.side_by_side}
+    per_candidate = len(waiting) // len(structures)
+    need_of = {n.name: n for n in needed}
+    outcomes = [({}, _first_note(exact), {}) for _ in structures]
+    finished: set[tuple[int, str]] = set()
     bar = new_bar(total=len(structures), desc="compare", unit="model", disable=not show,
                   file=sys.stderr)
+    pool = ThreadPoolExecutor(max_workers=workers)
+    running: dict = {}
     try:
-        outcomes = [_side_by_side((names[0], structures[0]), **shared)]
-        bar.update(1)
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for outcome in pool.map(partial(_side_by_side, **shared),
-                                    zip(names[1:], structures[1:], strict=True)):
-                outcomes.append(outcome)
-                bar.update(1)
+        while waiting or running:
+            ready = sorted((t for t, deps in waiting.items() if finished.issuperset(deps)),
+                           key=lambda t: (t[0] > 0, -order[t[1]], t[0]))
+            for j, name in ready:  # the first candidate first, then the later needs (AIS)
+                del waiting[j, name]
+                task = (names[j], structures[j])
+                running[pool.submit(_run_need, need_of[name], task, data, settings,
+                                    dict(outcomes[j][0]), exact)] = (j, name)
+            complete, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in complete:
+                j, name = running.pop(future)
+                done, note, spent = outcomes[j]
+                done[name], late, spent[name] = future.result()
+                outcomes[j] = (done, late or note, spent)
+                finished.add((j, name))
+                if len(done) == per_candidate:
+                    bar.update(1)
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)
         bar.close()
-    return [_one_at_a_time(st, out, shared["data"], shared["settings"], shared["needed"])
+    return [_one_at_a_time(st, out, data, settings, needed)
             for st, out in zip(structures, outcomes, strict=True)]
 
 
@@ -181,8 +222,9 @@ def compare(
             sooner when the p-value is clearly above or below 0.05; :func:`lcbayes.blrt`).
         progress: a progress bar over the candidates (and AIS temperatures when
             ``workers=1``) on stderr; ``None``: when stderr is a terminal.
-        workers: candidates run side by side on this many threads (default: the number of
-            CPU cores), after the first, which compiles the programs the others share; with
+        workers: candidates' engine runs go side by side on this many threads (default: the
+            number of CPU cores), each after the first candidate's run of the same engine,
+            which compiles the program the others share; with
             ``executor="dask"`` and no ``scheduler``: the worker processes of the local Dask
             cluster. Every candidate's numbers depend on its seed alone, not on ``workers``.
         executor, scheduler: where the candidates run (:func:`lcbayes.execution.executor`):
