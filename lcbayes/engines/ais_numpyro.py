@@ -106,6 +106,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from numpyro import handlers
 
+from .. import draws
 from ..errors import ArgumentTypeError, LcbayesError
 from ..validation import Seed, check_int, check_seed, prng_key, seed_record
 from .annealing import AISResult, make_schedule
@@ -322,8 +323,8 @@ def ais_numpyro(
             # function costs compile time): normal momenta sqrt(2) erfinv(v), as
             # jax.random.normal makes them, a uniform (v + 1) / 2 on (0, 1) for the Metropolis
             # test and the step-size jitter.
-            v = jax.random.uniform(key_k, (chains, dim + 2), dtype=state.u.dtype,
-                                   minval=jnp.nextafter(-1.0, 0.0), maxval=1.0)
+            v = draws.uniform(key_k, (chains, dim + 2), dtype=state.u.dtype,
+                              minval=jnp.nextafter(-1.0, 0.0), maxval=1.0)
             p0 = np.sqrt(2.0) * jax.scipy.special.erfinv(v[:, :dim])
             log_u = jnp.log(0.5 * (v[:, dim] + 1.0))
             jitter = 1.0 + STEP_JITTER * v[:, dim + 1]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from .. import draws
 from ..inference import flat
 
 __all__ = ["FIRST_ROUNDS", "log_dirichlet", "log_dirichlet_flat", "log_gamma"]
@@ -30,7 +31,7 @@ def _candidates(key, d, c, rounds: int):
 
     One uniform draw per call: the normal ``x`` comes from two uniforms (Box-Muller), the
     acceptance test uses a third."""
-    u = jax.random.uniform(key, (3, rounds, *d.shape), minval=jnp.finfo(jnp.float64).tiny)
+    u = draws.uniform(key, (3, rounds, *d.shape), minval=jnp.finfo(jnp.float64).tiny)
     x = jnp.sqrt(-2.0 * jnp.log(u[0])) * jnp.cos(2.0 * jnp.pi * u[1])
     v = (1.0 + c * x) ** 3
     log_v = jnp.log(jnp.where(v > 0, v, 1.0))
@@ -63,7 +64,7 @@ def log_gamma(key: jax.Array, shape: jax.Array) -> jax.Array:
         return i + 1, jnp.where(take, proposal[0], value), done | accept[0]
 
     _, value, _ = jax.lax.while_loop(pending, round_, (0, value, done))
-    u = jax.random.uniform(k_boost, shape.shape, minval=jnp.finfo(jnp.float64).tiny)
+    u = draws.uniform(k_boost, shape.shape, minval=jnp.finfo(jnp.float64).tiny)
     return jnp.where(shape < 1.0, value + jnp.log(u) / shape, value)
 
 

@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import draws
 from ..constructors import latent_class
 from ..encoding import unique_rows
 from ..engines.em import em, em_runner
@@ -90,7 +91,7 @@ def _random_starts(structure, patterns, weights, lane_rep, keys, batch: int):
 
     def one(args):
         r, key = args
-        noise = -jnp.log(jax.random.exponential(
+        noise = -jnp.log(draws.exponential(
             key, (patterns.shape[1], structure.cardinalities[structure.root])))
         counts = e_step(structure, uniform, prepare(structure, patterns[r]), weights[r],
                         (noise,)).counts

@@ -51,6 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import gammaln
 
+from .. import draws
 from ..data import Dataset
 from ..engines.ais import MAX_GIBBS_STATES
 from ..engines.gamma_sampler import log_dirichlet_flat
@@ -179,7 +180,7 @@ def complete_counts(structure: Structure, data: NetworkData, log_x: jax.Array, k
     log_tables = flat.unflatten(log_x, structure.table_shapes)
     if structure.kind == "hlc":
         conditionals = tree_conditionals(structure, log_tables, data.evidence)
-        u = jax.random.uniform(key, (data.rows.shape[0], len(structure.hidden_nodes)))
+        u = draws.uniform(key, (data.rows.shape[0], len(structure.hidden_nodes)))
         return _tree_counts(structure, data,
                             sample_tree_states(structure, conditionals, data.rows, u))
     comp = sample_completion(structure, log_tables, data.evidence, data.seen, data.rows,

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlogy
 
+from ... import draws
 from ...inference import Evidence, e_step, flat, flat_e_step, flat_log_marginal, prepare
 from ...structure import Structure
 
@@ -58,7 +59,7 @@ def start_counts(structure: Structure, evidence: Evidence, weights, key, class_l
     n = evidence.one_hot.shape[0]
     keys = jax.random.split(key, max(len(structure.hidden_nodes), 1))
     noise = tuple(
-        -jnp.log(jax.random.exponential(k, (structure.cardinalities[h], n), dtype=jnp.float64)).T
+        -jnp.log(draws.exponential(k, (structure.cardinalities[h], n))).T
         + (class_log_mask if class_log_mask is not None and h == structure.root else 0.0)
         for k, h in zip(keys, structure.hidden_nodes, strict=False)
     )  # log of normalised exponentials = log Dirichlet(1), up to a per-pattern constant
