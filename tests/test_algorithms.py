@@ -130,18 +130,18 @@ def _larger(name: str):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["election", "simulated"])
 def test_gradient_methods_converge_on_larger_data_within_the_cap(name):
-    """At the default rate every gradient method converges within bench_em's cap (1000
-    iterations, tol 1e-8 per row) from EM's random starts, to EM's log-likelihood (within
-    1e-7 per row, what the stopping rule leaves), with a non-decreasing history (before the EM
-    safeguard GP and ACG stopped far short here, ACG_theta_chi 789 nats on election)."""
+    """At the default rate every gradient method, and CG and GCG, converge within bench_em's
+    cap (1000 iterations, tol 1e-8 per row) from EM's random starts, at least as high as EM
+    (less 1e-7 per row, what the stopping rule leaves), with a non-decreasing history (before
+    the EM safeguards GP and ACG stopped far short here, ACG_theta_chi 789 nats on election,
+    CG 0.2 nats)."""
     data, classes = _larger(name)
     s = lcb.latent_class(data, classes)
     em = lcb.em(s, data, restarts=2, seed=0, max_iter=1000, algorithm="em")
-    for algorithm in DEFAULT_ETA:
+    for algorithm in (*DEFAULT_ETA, "cg", "gcg"):
         fit = lcb.em(s, data, restarts=2, seed=0, max_iter=1000, algorithm=algorithm)
         assert fit.restart_converged.all(), algorithm
-        np.testing.assert_allclose(fit.restart_logliks, em.restart_logliks,
-                                   atol=1e-7 * data.n_rows, rtol=0, err_msg=algorithm)
+        assert np.all(fit.restart_logliks >= em.restart_logliks - 1e-7 * data.n_rows), algorithm
         assert np.diff(fit.history).min() >= -1e-9 * abs(fit.history[-1]), algorithm
 
 

@@ -16,13 +16,16 @@ feasible steps, in the traditional basis with every row's last state eliminated 
 
 The direction is reset to the (generalised) gradient every ``dim Theta`` steps and whenever it
 is not an ascent direction. A line search that finds no increase is replaced by an EM step
-(ours: it keeps both methods monotone, the thesis does not say what it did), so the objective
-never decreases, and a step cut short by the boundary (past half the largest feasible step)
-never ends the run, however small its gain. Entries at the boundary that a direction pushes
-out stay there (:meth:`.problem.Problem.inward`; ML estimates of latent class models often
-have zeros, where the largest feasible step is 0). ``State.mapped`` holds ``M(theta)`` at
-every point: GCG's generalised gradient and the EM step of the first phase and of the
-fallback, one E step per iteration.
+(ours: it keeps both methods monotone, the thesis does not say what it did), and so is one
+that gains less than the tolerance and less than the EM step from the same point (ours, one
+more evaluation of the objective, not counted in ``evaluations``): the run stops (a change
+below the tolerance) only where the EM step would not gain that either, EM's own rule, not
+after a search cut short by the boundary or along a poor direction. At tolerance 0 (the
+report's traces) every search that gains is taken, the thesis's algorithm. Entries at the
+boundary that a direction pushes out stay there (:meth:`.problem.Problem.inward`; ML
+estimates of latent class models often have zeros, where the largest feasible step is 0).
+``State.mapped`` holds ``M(theta)`` at every point: GCG's generalised gradient and the EM step
+of the first phase and of the fallback, one E step per iteration.
 The objective may include the MAP prior term; the line search needs whole rows free (no class
 padding).
 """
@@ -97,16 +100,19 @@ def build(problem: Problem, method: str, tol_total, max_iter: int) -> Kernel:
         return initial_state(x0, value, max_iter, mapped=mapped, gradient=g)
 
     def search(state: State):
+        """The line search's point, its value and evaluations, and the EM step's value."""
         delta = problem.inward(state.x, problem.expand(state.direction))
         upper = problem.max_step(state.x, delta)
         a, value, n = golden_section(lambda a: problem.objective(state.x + a * delta), upper)
-        return problem.hold(state.x + a * delta), value, n, a > 0.5 * upper
+        return problem.hold(state.x + a * delta), value, n, problem.objective(state.mapped)
+
+    def skip(state: State):
+        return state.x, jnp.asarray(-jnp.inf), jnp.array(0), jnp.asarray(jnp.inf)
 
     def step(state: State) -> State:
-        trial, trial_value, n, cut = jax.lax.cond(
-            state.switched, search,
-            lambda s: (s.x, jnp.asarray(-jnp.inf), jnp.array(0), jnp.array(False)), state)
-        accept = state.switched & (trial_value > state.value)
+        trial, trial_value, n, em_value = jax.lax.cond(state.switched, search, skip, state)
+        accept = state.switched & (trial_value > state.value) & (
+            ~converged(state.value, trial_value, tol_total) | (trial_value >= em_value))
         x = jnp.where(accept, trial, state.mapped)
         value, mapped, g = at(x)
         base = g if method == "cg" else jnp.where(problem.free_theta, mapped - x, 0.0)
@@ -123,7 +129,7 @@ def build(problem: Problem, method: str, tol_total, max_iter: int) -> Kernel:
             | (conjugate @ g <= 0)
         direction = jnp.where(fresh, base, conjugate)
         switched = state.switched | (2.0 * (value - state.value) < 1.0)
-        done = converged(state.value, value, tol_total) & ~(accept & cut)
+        done = converged(state.value, value, tol_total)
         return record(state, state.value, done, x=x,
                       value=value, mapped=mapped, gradient=g, direction=direction,
                       scale=direction @ g, count=jnp.where(fresh, 0, count), switched=switched,
