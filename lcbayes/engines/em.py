@@ -155,7 +155,10 @@ def run_em(structure: Structure, patterns, weights, alphas, tol_total, starts, l
     return squarem.map_restarts(run, starts, batch_size)
 
 
-_final_e_step = jax.jit(e_step, static_argnums=0)
+@partial(jax.jit, static_argnums=0)
+def _final_e_step(structure: Structure, tables, patterns, weights):
+    """The E step at the fitted tables, their logs taken inside the compiled program."""
+    return e_step(structure, _log(tables), patterns, weights)
 
 
 def _init_tables(structure: Structure, init) -> tuple[np.ndarray, ...] | None:
@@ -338,8 +341,9 @@ def em(
     tables = order_classes(structure, best_tables if padding is None
                             else list(padding.unpad(best_tables)))
     jtables = tuple(jnp.asarray(t) for t in (tables if padding is None else padding.pad(tables)))
-    observed = jnp.where(jnp.any(patterns >= 0, axis=1), weights, 0.0)  # all-missing rows: 1
-    est = _final_e_step(run_structure, _log(jtables), patterns, observed)
+    observed = np.where((np.asarray(patterns) >= 0).any(axis=1), np.asarray(weights),
+                        0.0)  # all-missing rows: 1
+    est = _final_e_step(run_structure, jtables, patterns, observed)
     if shards is not None:
         est, observed = shards.unpad_e_step(est), observed[:data.n_patterns]
     if padding is not None:
@@ -354,7 +358,7 @@ def em(
         restart_logliks=runs.loglik,
         restart_objectives=runs.objective,
         restart_kept=kept,
-        entropy=float(observed @ est.hidden_entropy),
+        entropy=float(observed @ np.asarray(est.hidden_entropy)),
         expected_counts=from_tables(structure, est.counts),
         score_prior=from_tables(structure, alphas if alphas is not None
                                 else prior_tables(structure, "dirichlet")),
