@@ -8,8 +8,8 @@ algorithm does not use keep their initial values.
 
 Example::
 
-    kernel = helmbold.build(problem, "eg", eta=1.0, tol_total=1e-6)
-    end = iterate(kernel, x0, limit=500, max_iter=500)
+    kernel = helmbold.build(problem, "eg", eta=1.0, tol_total=1e-6, max_iter=500)
+    end = iterate(kernel, x0, limit=500)
     end.x, end.history[: end.it]
 """
 
@@ -123,9 +123,9 @@ def learning_step(state: State, value, tol_total, moved: dict, em=None) -> State
     adaptive one (ours: Whiley tuned ``eta`` by hand for every run, §2.8) ``em = (value,
     fields)`` is the EM step ``M(x)`` from the same point with the same fields, and the better
     of the two is taken (a tie or a NaN proposal: EM). Every iteration then gains at least what
-    EM's would, so the method is monotone and converges wherever EM does (it can be no slower
-    per iteration, at one more E step each); it stops when the objective changes by less than
-    ``tol_total``, so only where the EM step would not gain that either (EM's own rule). The
+    EM's from the same point would (at one more gradient evaluation, the E step's cost), so
+    the method is monotone; it stops when the objective changes by less than ``tol_total``,
+    so only where the EM step would not gain that either (EM's own rule). The
     rate is a "bold driver" (Battiti 1989): times :data:`GROW` after a proposal that gained,
     :data:`SHRINK` after one that lost, whichever step was taken."""
     if em is None:
