@@ -19,7 +19,7 @@ from ``jax.grad`` (:class:`.problem.Problem`), so the updates apply to every str
 Maximum likelihood only (the updates are defined on the log-likelihood); no update is
 guaranteed to increase it. At the default adaptive rate each step is also compared with the EM
 step from the same point and the better one taken (ours, :func:`.state.learning_step`), which
-makes every rule monotone and at least as fast per iteration as EM.
+makes every rule monotone, each step gaining at least what EM's from the same point would.
 """
 
 from __future__ import annotations
