@@ -44,14 +44,14 @@ Params = dict[str, Any]
 PriorSpec = None | str | float | Mapping[str, Any]
 
 
-def to_tables(structure: Structure, params: Mapping[str, Any]) -> tuple[jax.Array, ...]:
-    """CPTs as ``(q_i, r_i)`` tables in node order."""
+def to_tables(structure: Structure, params: Mapping[str, Any], xp=jnp) -> tuple[jax.Array, ...]:
+    """CPTs as ``(q_i, r_i)`` tables in node order (``xp=np``: NumPy arrays, no JAX program)."""
     missing = [n for n in structure.nodes if n not in params]
     if missing:
         raise StructureError(f"params lack CPTs for node(s) {missing}")
     tables = []
     for i, name in enumerate(structure.nodes):
-        table = jnp.asarray(params[name], dtype=jnp.float64)
+        table = xp.asarray(params[name], dtype=xp.float64)
         if table.shape != structure.cpt_shape(i):
             raise StructureError(
                 f"CPT of {name!r} has shape {table.shape}, expected {structure.cpt_shape(i)} "
@@ -65,7 +65,7 @@ def probability_tables(structure: Structure, params: Mapping[str, Any], name: st
                        ) -> tuple[np.ndarray, ...]:
     """:func:`to_tables` as NumPy arrays, checked to be probabilities (finite, non-negative,
     rows summing to 1 within 1e-6); ``name`` is the argument a bad table is reported under."""
-    tables = tuple(np.asarray(t) for t in to_tables(structure, params))
+    tables = to_tables(structure, params, xp=np)
     for node, t in zip(structure.nodes, tables, strict=True):
         if not (np.all(np.isfinite(t)) and np.all(t >= 0)
                 and np.allclose(t.sum(axis=1), 1.0, atol=1e-6)):

@@ -284,8 +284,8 @@ def vbem(
     rng = numpy_rng(seed)
     starts = tuple(_normalised(rng.gamma(lam, size=(restarts, *lam.shape))) for lam in lambdas)
     if init is not None:
-        starts = tuple(np.concatenate([s, np.asarray(t)[None]]) for s, t in
-                       zip(starts, to_tables(structure, init.params), strict=True))
+        starts = tuple(np.concatenate([s, t[None]]) for s, t in
+                       zip(starts, to_tables(structure, init.params, xp=np), strict=True))
     restarts = starts[0].shape[0]
     run_structure, active = structure, None
     if padding is not None:  # the prior's value at switched-off entries is never used
