@@ -17,11 +17,13 @@ feasible steps, in the traditional basis with every row's last state eliminated 
 The direction is reset to the (generalised) gradient every ``dim Theta`` steps and whenever it
 is not an ascent direction. A line search that finds no increase is replaced by an EM step
 (ours: it keeps both methods monotone, the thesis does not say what it did), and so is one
-that gains less than the tolerance and less than the EM step from the same point (ours, one
-more evaluation of the objective, not counted in ``evaluations``): the run stops (a change
-below the tolerance) only where the EM step would not gain that either, EM's own rule, not
-after a search cut short by the boundary or along a poor direction. At tolerance 0 (the
-report's traces) every search that gains is taken, the thesis's algorithm. Entries at the
+that gains less than :data:`EM_FRACTION` of what the EM step from the same point gains, or
+less than the tolerance, unless it ends at least as high as the EM step (ours, one more
+evaluation of the objective, not counted in ``evaluations``). So the run stops (a change below
+the tolerance) only where the EM step would not gain that either, EM's own rule, not after a
+search cut short by the boundary or along a poor direction, and CG does not crawl along
+searches that gain far less than EM (on the election ratings it hit a 1000-iteration cap in 3
+of 16 restarts without the fraction rule). Entries at the
 boundary that a direction pushes out stay there (:meth:`.problem.Problem.inward`; ML
 estimates of latent class models often have zeros, where the largest feasible step is 0).
 ``State.mapped`` holds ``M(theta)`` at every point: GCG's generalised gradient and the EM step
@@ -40,7 +42,7 @@ import jax.numpy as jnp
 from .problem import Problem
 from .state import Kernel, State, converged, initial_state, record
 
-__all__ = ["GOLDEN", "LINE_TOL", "MAX_EVALUATIONS", "build", "golden_section"]
+__all__ = ["EM_FRACTION", "GOLDEN", "LINE_TOL", "MAX_EVALUATIONS", "build", "golden_section"]
 
 #: ``tau = 2 / (1 + sqrt 5)``, the golden-section ratio (App A.5.2).
 GOLDEN = 2.0 / (1.0 + math.sqrt(5.0))
@@ -48,6 +50,10 @@ GOLDEN = 2.0 / (1.0 + math.sqrt(5.0))
 #: The search stops when the bracket is narrower than this fraction of its upper end (the
 #: thesis's absolute ``1e-4`` assumes steps of order one; ours keeps the precision relative).
 LINE_TOL = 1e-4
+
+#: A line search is taken only if it gains at least this fraction of what the EM step from the
+#: same point gains (ours; module docstring).
+EM_FRACTION = 0.5
 
 #: Most objective evaluations of one line search.
 MAX_EVALUATIONS = 100
@@ -111,8 +117,10 @@ def build(problem: Problem, method: str, tol_total, max_iter: int) -> Kernel:
 
     def step(state: State) -> State:
         trial, trial_value, n, em_value = jax.lax.cond(state.switched, search, skip, state)
-        accept = state.switched & (trial_value > state.value) & (
-            ~converged(state.value, trial_value, tol_total) | (trial_value >= em_value))
+        gain = trial_value - state.value
+        accept = state.switched & (gain > 0) & (  # false for NaN
+            (~converged(state.value, trial_value, tol_total)
+             & (gain >= EM_FRACTION * (em_value - state.value))) | (trial_value >= em_value))
         x = jnp.where(accept, trial, state.mapped)
         value, mapped, g = at(x)
         base = g if method == "cg" else jnp.where(problem.free_theta, mapped - x, 0.0)
