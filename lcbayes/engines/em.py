@@ -251,9 +251,11 @@ def em(
             em, squarem, iem, daem, cg or gcg; ``pad_classes`` em, squarem, iem or daem.
         eta: the learning rate of em_eta, eg, gp and the acg family (per-observation scale),
             fixed as in the thesis; ``None`` (default): adaptive, from
-            :data:`lcbayes.engines.algorithms.DEFAULT_ETA` (a step that lowers the objective is
-            refused and the rate halves, an accepted one grows it by 1.2; the method is then
-            monotone).
+            :data:`lcbayes.engines.algorithms.DEFAULT_ETA`, and safeguarded (ours): each
+            proposal is compared with the EM step from the same point and the better one taken
+            (so the method is monotone and gains at least EM's step per iteration, at one more
+            gradient evaluation); the rate grows by 1.2 after a proposal that gained and halves
+            after one that lost.
         betas: DAEM's inverse temperatures: increasing values in ``(0, 1]`` ending at 1, or a
             number ``beta_min`` for a geometric schedule of 10 from it to 1 (``None``: from 0.5).
         blocks: IEM's number of blocks of data patterns (``None``: at most 100; the number of

@@ -168,7 +168,10 @@ class EMResult(PenalisedScores, RunRecord):
     def flops_per_iteration(self, line_search_evaluations: float = 0.0) -> float | None:
         """Operations per iteration of :attr:`algorithm` on this fit's latent class model and
         rows (Whiley §2.9, Tables 2.3-2.4; :func:`lcbayes.engines.algorithms.flops`; ``x``
-        of CG/GCG is ``line_search_evaluations``); ``None`` for other structure kinds."""
+        of CG/GCG is ``line_search_evaluations``); ``None`` for other structure kinds. These
+        are the thesis's counts of the algorithm itself: at the default adaptive ``eta`` the
+        gradient methods also evaluate the EM step from every point (about one gradient more
+        per iteration, not counted)."""
         s = self.structure
         if s.kind != "latent_class":
             return None
