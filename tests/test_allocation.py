@@ -21,6 +21,7 @@ from scipy.special import gammaln, logsumexp
 import lcbayes as lcb
 from lcbayes.cli import main
 from lcbayes.samplers.allocation import (
+    JUMPS,
     allocation_prior,
     allocation_sampler,
     heat_ladder,
@@ -31,7 +32,7 @@ from lcbayes.samplers.allocation_moves import (
     alloc_data,
     collapsed_loglik,
     initial_state,
-    trimmed_rows,
+    target_tables,
 )
 from lcbayes.samplers.gibbs import LCData, lc_data
 from lcbayes.samplers.kmixing import KMixingWarning
@@ -78,9 +79,9 @@ def test_k_follows_its_prior_with_the_likelihood_off():
     """Heat 0 on real rows: the target is p(K) p(z | K), whose marginal is p(K), so every
     ejection and absorption ratio (with non-empty classes) is tested without the data."""
     data = _small()
-    lc = trimmed_rows(lc_data(data))
+    lc = lc_data(data)
     prior = allocation_prior(data, lc, "class", "dirichlet", np.full(MAX_CLASSES, 0.25))
-    out = run_chains(SHARED["draws"], LCData(*map(jnp.asarray, lc)), prior,
+    out = run_chains(SHARED["draws"], JUMPS, LCData(*map(jnp.asarray, lc)), prior,
                      jnp.zeros(SHARED["heats"]), jax.random.split(prng_key(1), 4),
                      jnp.array([1, 2, 3, 4], dtype=jnp.int32), SHARED["warmup"], 1)
     k = np.asarray(out[0])
@@ -146,9 +147,11 @@ def test_collapsed_likelihood_of_one_class_is_its_evidence():
     lam = np.ones(lc.categories.shape)
     prior = AllocPrior(jnp.zeros(2), jnp.asarray(1.0), jnp.asarray(lam),
                        jnp.asarray(lc.categories).sum(-1) * 1.0, jnp.asarray(1.0))
-    state = initial_state(alloc_data(LCData(*map(jnp.asarray, lc))), 2, 1)
+    rows = alloc_data(LCData(*map(jnp.asarray, lc)))
+    state = initial_state(rows, 2, 1)
     expected = lcb.exact_evidence(lcb.latent_class(data, 1), data).log_evidence
-    assert float(collapsed_loglik(prior, state.nr)) == pytest.approx(expected, abs=1e-9)
+    assert float(collapsed_loglik(target_tables(rows, prior, 1.0), state.nr)) == pytest.approx(
+        expected, abs=1e-9)
 
 
 @pytest.fixture(scope="module")

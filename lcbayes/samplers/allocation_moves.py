@@ -1,8 +1,9 @@
 """The moves of the collapsed allocation sampler (:mod:`lcbayes.samplers.allocation`, whose
-module docstring states the target and derives the acceptance ratios): the Gibbs update of
-every row's class, a uniformly random relabelling of the active classes, and one
-ejection / absorption move. Pure functions of one chain's :class:`AllocState` at one heat,
-jitted inside the sampler's scan and vmapped over heats and chains."""
+module docstring states the tempered target and derives the acceptance ratios): the Gibbs update
+of every row's class by data augmentation, a uniformly random relabelling of the active classes,
+and one ejection / absorption move. Pure functions of one chain's :class:`AllocState` at one
+heat, jitted inside the sampler's scan and vmapped over heats and chains; no move loops over
+the rows."""
 
 from __future__ import annotations
 
@@ -10,26 +11,22 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.scipy.special import gammaln, logsumexp
 
-from .gibbs import LCData
-from .loops import padded_size
+from .gibbs import LCData, draw_classes, draw_dirichlets
 
-__all__ = ["AllocData", "AllocPrior", "AllocState", "alloc_data", "collapsed_loglik",
-           "gibbs_allocations", "initial_state", "log_allocation_prior", "p_eject",
-           "permute_labels", "sweep", "trimmed_rows"]
-
-#: Smallest padded row axis of the allocation sampler (data sets of similar size share one
-#: compiled sampler; every padded row costs a step of the sequential Gibbs scan).
-MIN_ROWS = 16
+__all__ = ["AllocData", "AllocPrior", "AllocState", "Tables", "alloc_data", "allocated",
+           "augmented_gibbs", "class_likelihoods", "collapsed_loglik", "eject_absorb",
+           "initial_state", "p_eject", "swap_labels", "sweep", "target_tables"]
 
 
 class AllocData(NamedTuple):
-    """The rows as the moves read them: ``x (N, J, R)`` one-hot values (zeros for a missing
-    value and for padding rows), ``w (N,)`` 1 for a row, 0 for padding, ``n_rows`` their
-    sum."""
+    """The rows as the moves read them: ``lc`` the :class:`~lcbayes.samplers.gibbs.LCData`
+    (patterns, the pattern of every row), ``x (N, J, R)`` every row's one-hot values (zeros for
+    a missing value and for padding rows), ``w (N,)`` 1 for a row, 0 for padding, ``n_rows``
+    their sum."""
 
+    lc: LCData
     x: jax.Array
     w: jax.Array
     n_rows: jax.Array
@@ -58,94 +55,108 @@ class AllocState(NamedTuple):
 
 
 def alloc_data(lc: LCData) -> AllocData:
-    """:class:`AllocData` of the rows of :func:`lcbayes.samplers.gibbs.lc_data` (padded
-    rows included: the caller trims them, :func:`trimmed_rows`)."""
+    """:class:`AllocData` of the rows of :func:`lcbayes.samplers.gibbs.lc_data`."""
     w = jnp.asarray(lc.row_weights)
     x = jnp.asarray(lc.one_hot)[jnp.asarray(lc.rows)] * w[:, None, None]
-    return AllocData(x, w, w.sum())
+    return AllocData(lc, x, w, w.sum())
 
 
-def trimmed_rows(lc: LCData) -> LCData:
-    """``lc`` with its row axis padded to at least :data:`MIN_ROWS` instead of
-    :data:`lcbayes.samplers.gibbs.MIN_ROWS` (the rows are a sequential scan here)."""
-    n = padded_size(int(np.asarray(lc.row_weights).sum()), MIN_ROWS)
-    return lc._replace(rows=lc.rows[:n], row_weights=lc.row_weights[:n])
+def allocated(data: AllocData, k, z: jax.Array, slots: int) -> AllocState:
+    """The state of allocation ``z`` to ``k`` classes: its counts ``n`` and ``nr`` (dense
+    one-hot arithmetic, cheaper than scatters under ``vmap``)."""
+    onehot = jax.nn.one_hot(z, slots) * data.w[:, None]
+    return AllocState(jnp.asarray(k, dtype=jnp.int32), z.astype(jnp.int32), onehot.sum(axis=0),
+                      jnp.einsum("ns,njr->sjr", onehot, data.x))
 
 
 def initial_state(data: AllocData, slots: int, k) -> AllocState:
     """Rows dealt to the first ``k`` classes in turn."""
-    z = (jnp.arange(data.w.shape[0]) % k).astype(jnp.int32)
-    onehot = jax.nn.one_hot(z, slots) * data.w[:, None]
-    return AllocState(jnp.asarray(k, dtype=jnp.int32), z, onehot.sum(axis=0),
-                      jnp.einsum("ns,njr->sjr", onehot, data.x))
+    return allocated(data, k, jnp.arange(data.w.shape[0]) % k, slots)
 
 
-def collapsed_loglik(prior: AllocPrior, nr: jax.Array) -> jax.Array:
-    """``ln p(y | z, K)``: per class and item ``ln B(lam + n_kj) - ln B(lam)`` (Dirichlet-
-    multinomial; an empty class adds 0)."""
-    per_value = gammaln(prior.lam + nr) - gammaln(prior.lam)
-    per_item = gammaln(prior.lam_total + nr.sum(-1)) - gammaln(prior.lam_total)
-    return per_value.sum() - per_item.sum()
+class Tables(NamedTuple):
+    """The log-gamma terms of the tempered target at one heat ``h``, over the possible counts
+    ``m = 0 .. N`` (the row axis's length), so the moves read them instead of calling
+    ``ln Γ``: ``values (J, R, N + 1)`` ``ln Γ(lam_jr + h m) - ln Γ(lam_jr)``, ``items (J, N + 1)``
+    the same of ``lam_total``, ``weights (N + 1,)`` ``ln Γ(alpha + m) - ln Γ(alpha)``,
+    ``shape (N + 1,)`` ``ln Γ(a + m)``, ``double (2 N + 1,)`` ``ln Γ(2 a + m)`` (the ejection's
+    Beta), ``k_terms (S + 2,)`` ``ln p(K) + ln Γ(K alpha) - ln Γ(K alpha + N)`` at ``K``
+    (``-inf`` at ``K = 0`` and ``S + 1``)."""
+
+    values: jax.Array
+    items: jax.Array
+    weights: jax.Array
+    shape: jax.Array
+    double: jax.Array
+    k_terms: jax.Array
 
 
-def log_allocation_prior(prior: AllocPrior, k, n: jax.Array, n_rows) -> jax.Array:
-    """``ln p(K) + ln p(z | K)`` with ``p(z | K) = Γ(K a) / Γ(K a + N) prod_k Γ(a + n_k) /
-    Γ(a)`` (``a = alpha``; empty slots add 0)."""
-    ka = k * prior.alpha
-    return (prior.log_prior_k[k - 1] + gammaln(ka) - gammaln(ka + n_rows)
-            + jnp.sum(gammaln(prior.alpha + n) - gammaln(prior.alpha)))
+def target_tables(data: AllocData, prior: AllocPrior, heat) -> Tables:
+    """The :class:`Tables` of ``heat`` (computed once per replica, before the sweeps)."""
+    m = jnp.arange(data.w.shape[0] + 1.0)
+    ka = jnp.arange(1, prior.log_prior_k.shape[0] + 1) * prior.alpha
+    k_terms = prior.log_prior_k + gammaln(ka) - gammaln(ka + data.n_rows)
+    return Tables(gammaln(prior.lam[..., None] + heat * m) - gammaln(prior.lam)[..., None],
+                  gammaln(prior.lam_total[:, None] + heat * m) - gammaln(prior.lam_total)[:, None],
+                  gammaln(prior.alpha + m) - gammaln(prior.alpha), gammaln(prior.a + m),
+                  gammaln(2.0 * prior.a + jnp.arange(2 * m.shape[0] - 1.0)),
+                  jnp.pad(k_terms, 1, constant_values=-jnp.inf))
 
 
-def _log_target(prior: AllocPrior, data: AllocData, k, n, nr, heat) -> jax.Array:
-    return log_allocation_prior(prior, k, n, data.n_rows) + heat * collapsed_loglik(prior, nr)
+def _lookup(table: jax.Array, counts: jax.Array) -> jax.Array:
+    """``table[..., count]`` for every count (``table``'s leading axes broadcast against
+    ``counts``')."""
+    index = jnp.asarray(counts).astype(jnp.int32)[..., None]
+    return jnp.take_along_axis(jnp.broadcast_to(table, (*index.shape[:-1], table.shape[-1])),
+                               index, axis=-1)[..., 0]
 
 
-def gibbs_allocations(key, data: AllocData, prior: AllocPrior, state: AllocState, heat
-                      ) -> AllocState:
-    """Every row's class in turn from ``p(z_i = k | z_-i, y) ∝ (alpha + n_k^-i)
-    prod_{j seen} [(lam_jy + n_kjy^-i) / (sum lam_j + n_kj^-i)]^heat`` (one ``lax.scan`` over
-    the rows). The logs come from tables over the possible counts ``0 .. N`` (half the time
-    of taking them afresh), the class counts are updated by dense one-hot arithmetic (cheaper
-    than scatters under ``vmap``)."""
-    slots, n_items = state.n.shape[0], data.x.shape[1]
-    active = jnp.arange(slots) < state.k
-    observed = data.x.sum(-1)  # (N, J)
-    values = jnp.argmax(data.x, axis=-1)  # (N, J); 0 where missing (then not observed)
-    possible = jnp.arange(data.x.shape[0] + 1)
-    log_num = jnp.log(prior.lam[:, :, None] + possible)  # (J, R, N + 1)
-    log_den = jnp.log(prior.lam_total[:, None] + possible)  # (J, N + 1)
-    slot, item = jnp.arange(slots), jnp.arange(n_items)[None, :]
-
-    def row(carry, inputs):
-        n, nr = carry
-        x, seen, y, w, s, u = inputs
-        out = (slot == s) * w
-        n, nr = n - out, nr - out[:, None, None] * x
-        same = jnp.sum(nr * x, axis=-1).astype(jnp.int32)  # (S, J) rows sharing y_ij
-        total = nr.sum(-1).astype(jnp.int32)  # (S, J) rows with item j seen
-        predictive = (log_num[item, y[None, :], same] - log_den[item, total]) @ seen
-        logits = jnp.where(active, jnp.log(prior.alpha + n) + heat * predictive, -jnp.inf)
-        cdf = jnp.cumsum(jnp.exp(logits - logits.max()))
-        new = jnp.minimum((u * cdf[-1] > cdf).sum(), slots - 1).astype(jnp.int32)
-        new = jnp.where(w > 0, new, s)
-        into = (slot == new) * w
-        return (n + into, nr + into[:, None, None] * x), new
-
-    u = jax.random.uniform(key, state.z.shape)
-    (n, nr), z = jax.lax.scan(row, (state.n, state.nr),
-                              (data.x, observed, values, data.w, state.z, u))
-    return AllocState(state.k, z, n, nr)
+def class_likelihoods(tables: Tables, nr: jax.Array) -> jax.Array:
+    """``ln F_h`` of each class (classes on the leading axes of ``nr``): per item
+    ``ln B(lam_j + h n_kj) - ln B(lam_j)`` (Dirichlet-multinomial with fractional counts; an
+    empty class gives 0)."""
+    return (_lookup(tables.values, nr).sum((-2, -1))
+            - _lookup(tables.items, nr.sum(-1)).sum(-1))
 
 
-def permute_labels(key, state: AllocState) -> AllocState:
-    """The active classes relabelled by a uniformly random permutation (the target is
-    symmetric in the labels, so the move is always accepted)."""
+def collapsed_loglik(tables: Tables, nr: jax.Array) -> jax.Array:
+    """``ln F_h(z) = ln int p(y | z, theta)^h p(theta) dtheta``, the sum of
+    :func:`class_likelihoods`; at ``h = 1`` it is ``ln p(y | z, K)``."""
+    return class_likelihoods(tables, nr).sum()
+
+
+def augmented_gibbs(key, u_rows: jax.Array, data: AllocData, prior: AllocPrior,
+                    state: AllocState, heat, shares: int
+                    ) -> tuple[AllocState, jax.Array, tuple[jax.Array, jax.Array]]:
+    """The Gibbs step of the sweep: ``pi ~ Dir(alpha + n_k)`` on the active classes,
+    ``theta_kj ~ Dir(lam_j + h n_kj)``, then every row's class at once from
+    ``p(z_i = k | pi, theta) ∝ pi_k prod_{j seen} theta_kj[y_ij]^h``, by inverse CDF of the
+    rows' uniforms ``u_rows``. The one :func:`~lcbayes.samplers.gibbs.draw_dirichlets` call
+    (from ``key``) also draws ``shares`` ejection shares ``Beta(a, a)`` (for the next sweep) as
+    pairs of gammas, normalised apart; returns ``(state, ln p (shares,), (ln pi, ln theta))``."""
     slots = state.n.shape[0]
-    order = jax.random.uniform(key, (slots,)) + (jnp.arange(slots) >= state.k) * 2.0
-    perm = jnp.argsort(order)            # new slot i holds old slot perm[i]
-    inverse = jnp.argsort(perm)
-    return AllocState(state.k, inverse[state.z].astype(jnp.int32), state.n[perm],
-                      state.nr[perm])
+    active = jnp.arange(slots) < state.k
+    log_g, log_theta = draw_dirichlets(
+        key, jnp.concatenate([prior.alpha + state.n, jnp.full(2 * shares, prior.a)]),
+        prior.lam + heat * state.nr, data.lc.categories,
+        jnp.concatenate([active, jnp.ones(2 * shares, dtype=bool)]))
+    log_w = log_g[:slots] - logsumexp(log_g[:slots])
+    pairs = log_g[slots:].reshape(shares, 2)
+    z = draw_classes(u_rows, data.lc, log_w, heat * log_theta)
+    return (allocated(data, state.k, z, slots), pairs[:, 0] - logsumexp(pairs, axis=1),
+            (log_w, log_theta))
+
+
+def swap_labels(u, state: AllocState) -> AllocState:
+    """Classes ``l`` (uniform among the active ones, from the uniform ``u``) and ``k - 1`` (the
+    last active one) swap labels: the target is symmetric in the labels, so the move is always
+    accepted, and the absorption (which absorbs the last class) then reaches every class."""
+    slot = jnp.arange(state.n.shape[0])
+    last = state.k - 1
+    l = jnp.floor(u * state.k).astype(jnp.int32)
+    other = jnp.where(slot == l, last, jnp.where(slot == last, l, slot))  # slot i gets other[i]
+    z = jnp.where(state.z == l, last, jnp.where(state.z == last, l, state.z))
+    return AllocState(state.k, z.astype(jnp.int32), state.n[other], state.nr[other])
 
 
 def p_eject(k, slots: int) -> jax.Array:
@@ -154,19 +165,19 @@ def p_eject(k, slots: int) -> jax.Array:
     return jnp.where(k == 1, 1.0, jnp.where(k >= slots, 0.0, 0.5))
 
 
-def _log_q_eject(prior: AllocPrior, n_small, stay, m, k, slots: int) -> jax.Array:
+def _log_q_eject(tables: Tables, n_small, stay, m, k, slots: int) -> jax.Array:
     """``ln q(z -> z')`` of the ejection from ``k`` classes (counts ``n_small``) to ``k + 1``
     whose new last class holds ``m`` rows of one class (``stay`` of its rows remain): one source
-    class when ``m > 0``; with ``m = 0``, every class could have ejected nothing."""
-    a = prior.a
-    log_beta_aa = 2.0 * gammaln(a) - gammaln(2.0 * a)
-
+    class when ``m > 0``; with ``m = 0``, every class could have ejected nothing. ``ln B(a +
+    m, a + s) = ln Γ(a + m) + ln Γ(a + s) - ln Γ(2 a + m + s)`` from the tables."""
     def log_beta(x, y):
-        return gammaln(x) + gammaln(y) - gammaln(x + y)
+        return _lookup(tables.shape, x) + _lookup(tables.shape, y) - _lookup(tables.double,
+                                                                              x + y)
 
-    none = logsumexp(jnp.where(jnp.arange(slots) < k, log_beta(a, a + n_small), -jnp.inf))
-    chosen = jnp.where(m > 0, log_beta(a + m, a + stay), none)
-    return jnp.log(p_eject(k, slots)) - jnp.log(k) + chosen - log_beta_aa
+    none = logsumexp(jnp.where(jnp.arange(slots) < k, log_beta(jnp.zeros(slots), n_small),
+                               -jnp.inf))
+    chosen = jnp.where(m > 0, log_beta(m, stay), none)
+    return jnp.log(p_eject(k, slots)) - jnp.log(k) + chosen - log_beta(0.0, 0.0)
 
 
 def _log_q_absorb(m, k_big, slots: int) -> jax.Array:
@@ -178,48 +189,69 @@ def _log_q_absorb(m, k_big, slots: int) -> jax.Array:
             - jnp.log(small))
 
 
-def eject_absorb(key, data: AllocData, prior: AllocPrior, state: AllocState, heat
+def eject_absorb(u: jax.Array, data: AllocData, tables: Tables, state: AllocState, log_share
                  ) -> tuple[AllocState, jax.Array, jax.Array]:
-    """One ejection (probability :func:`p_eject`) or absorption, accepted by Metropolis-
-    Hastings; returns ``(state, ejection proposed, accepted)``."""
+    """One ejection (probability :func:`p_eject`; ``ln p`` of its ``Beta(a, a)`` share drawn
+    by the caller) or absorption, accepted by Metropolis-Hastings, from uniforms ``u``
+    (``(N + 3,)``: the rows' Bernoulli draws, the move type, the class, the acceptance); returns
+    ``(state, ejection proposed, accepted)``. Each log target ratio reads only the classes that
+    change; counts change by one-hot arithmetic (no scatter under ``vmap``)."""
     k, z, n, nr = state
     slots = n.shape[0]
-    k_move, k_j, k_p, k_u, k_acc = jax.random.split(key, 5)
-    eject = jax.random.uniform(k_move) < p_eject(k, slots)
-    current = _log_target(prior, data, k, n, nr, heat)
-    # ejection: rows of class j move to the new class k with probability p ~ Beta(a, a)
-    j = jax.random.randint(k_j, (), 0, k)
-    new = jnp.minimum(k, slots - 1)
-    p = jax.random.beta(k_p, prior.a, prior.a)
-    moved = ((z == j) & (jax.random.uniform(k_u, z.shape) < p)) * data.w
-    m, mx = moved.sum(), jnp.einsum("n,njr->jr", moved, data.x)
-    e_state = AllocState(k + 1, jnp.where(moved > 0, new, z).astype(jnp.int32),
-                         n.at[j].add(-m).at[new].add(m), nr.at[j].add(-mx).at[new].add(mx))
-    e_ratio = (_log_target(prior, data, k + 1, e_state.n, e_state.nr, heat) - current
-               + _log_q_absorb(m, k + 1, slots)
-               - _log_q_eject(prior, n, n[j] - m, m, k, slots))
+    slot = jnp.arange(slots)
+    u_rows, u_move, u_class, u_accept = u[:-3], u[-3], u[-2], u[-1]
+    eject = u_move < p_eject(k, slots)
+    # ejection: rows of class j move to the new class k with probability p ~ Beta(a, a);
     # absorption: the last class (k - 1) joins class i, uniform among the others
-    last = jnp.maximum(k - 1, 0)
-    i = jax.random.randint(k_j, (), 0, jnp.maximum(k - 1, 1))
+    j = jnp.floor(u_class * k).astype(jnp.int32)
+    i = jnp.floor(u_class * jnp.maximum(k - 1, 1)).astype(jnp.int32)
+    new, last = jnp.minimum(k, slots - 1), jnp.maximum(k - 1, 0)
+    moved = ((z == j) & (jnp.log(u_rows) < log_share)) * data.w
+    m, mx = moved.sum(), jnp.einsum("n,njr->jr", moved, data.x)
     m_last = n[last]
-    a_state = AllocState(k - 1, jnp.where(z == last, i, z).astype(jnp.int32),
-                         n.at[i].add(m_last).at[last].set(0.0),
-                         nr.at[i].add(nr[last]).at[last].set(0.0))
-    a_ratio = (_log_target(prior, data, k - 1, a_state.n, a_state.nr, heat) - current
-               + _log_q_eject(prior, a_state.n, n[i], m_last, k - 1, slots)
+    # classes before and after: [j - moved, moved, j, i + last, i, last]
+    sizes = jnp.stack([n[j] - m, m, n[j], n[i] + m_last, n[i], m_last])
+    terms = (_lookup(tables.weights, sizes) + class_likelihoods(
+        tables, jnp.stack([nr[j] - mx, mx, nr[j], nr[i] + nr[last], nr[i], nr[last]])))
+    k_terms = tables.k_terms[jnp.stack([k - 1, k, k + 1])]
+    e_ratio = (k_terms[2] - k_terms[1] + terms[0] + terms[1] - terms[2]
+               + _log_q_absorb(m, k + 1, slots) - _log_q_eject(tables, n, n[j] - m, m, k, slots))
+    e_shift = (slot == new) * 1.0 - (slot == j)
+    a_shift = (slot == i) * 1.0 - (slot == last)
+    a_ratio = (k_terms[0] - k_terms[1] + terms[3] - terms[4] - terms[5]
+               + _log_q_eject(tables, n + a_shift * m_last, n[i], m_last, k - 1, slots)
                - _log_q_absorb(m_last, k, slots))
-    ratio = jnp.where(eject, e_ratio, a_ratio)
-    accepted = jnp.log(jax.random.uniform(k_acc)) < ratio
-    proposal = jax.tree_util.tree_map(lambda e, a: jnp.where(eject, e, a), e_state, a_state)
-    state = jax.tree_util.tree_map(lambda p_, s: jnp.where(accepted, p_, s), proposal, state)
-    return state, eject, accepted
+    accepted = jnp.log(u_accept) < jnp.where(eject, e_ratio, a_ratio)
+    take_e, take_a = accepted & eject, accepted & ~eject
+    shift = take_e * e_shift * m + take_a * a_shift * m_last
+    table_shift = (take_e * e_shift[:, None, None] * mx
+                   + take_a * a_shift[:, None, None] * nr[last])
+    z = jnp.where(take_e & (moved > 0), new, jnp.where(take_a & (z == last), i, z))
+    k = k + take_e.astype(k.dtype) - take_a.astype(k.dtype)
+    return AllocState(k, z.astype(jnp.int32), n + shift, nr + table_shift), eject, accepted
 
 
-def sweep(key, data: AllocData, prior: AllocPrior, state: AllocState, heat
-          ) -> tuple[AllocState, jax.Array, jax.Array]:
-    """Gibbs updates of every row's class, a random relabelling, one ejection or absorption
-    (at ``heat``); returns ``(state, ejection proposed, accepted)``."""
-    k_gibbs, k_perm, k_move = jax.random.split(key, 3)
-    state = gibbs_allocations(k_gibbs, data, prior, state, heat)
-    state = permute_labels(k_perm, state)
-    return eject_absorb(k_move, data, prior, state, heat)
+def sweep(key, data: AllocData, prior: AllocPrior, tables: Tables, state: AllocState,
+          log_shares: jax.Array, heat) -> tuple[AllocState, jax.Array, tuple, jax.Array,
+                                                jax.Array]:
+    """One sweep at ``heat`` (``tables`` its :class:`Tables`): for every ejection share ``p``
+    of ``log_shares`` (``ln p``, drawn in the previous sweep) a random relabelling and one
+    ejection or absorption, then the Gibbs step (:func:`augmented_gibbs`). Returns ``(state,
+    the next sweep's ln p, (ln pi, ln theta) of the Gibbs step, proposed, accepted)``, the last
+    two counts of ejections and absorptions. All uniforms come from one draw."""
+    rows, moves = state.z.shape[0], log_shares.shape[0]
+    k_gamma, k_uniform = jax.random.split(key)
+    u = jax.random.uniform(k_uniform, (moves + 1, rows + 4),
+                           minval=jnp.finfo(jnp.float64).tiny)
+
+    def move(state, inputs):
+        u, log_share = inputs
+        state = swap_labels(u[0], state)
+        state, eject, accepted = eject_absorb(u[1:], data, tables, state, log_share)
+        return state, (jnp.stack([eject, ~eject]), jnp.stack([eject, ~eject]) & accepted)
+
+    state, (proposed, accepted) = jax.lax.scan(move, state, (u[1:], log_shares))
+    state, log_shares, params = augmented_gibbs(k_gamma, u[0, :rows], data, prior, state, heat,
+                                                moves)
+    return (state, log_shares, params, proposed.sum(0, dtype=jnp.int32),
+            accepted.sum(0, dtype=jnp.int32))
