@@ -8,11 +8,11 @@ Usage::
     python benchmarks/bench_rjmcmc.py --sizes 1000 --draws 5000 --warmup 1000
     python benchmarks/bench_rjmcmc.py --data ../shared/data/carcinoma.csv --max-classes 10 \
         --draws 5000 --warmup 1000                     # a CSV file instead of simulated rows
-    python benchmarks/bench_rjmcmc.py --sampler allocation --heats 1 2 4
+    python benchmarks/bench_rjmcmc.py --sampler allocation --heats 1 2 4 --jumps 1 8
 
 ``--sampler`` picks :func:`lcbayes.rjmcmc`, :func:`lcbayes.allocation_sampler` (the collapsed
-allocation sampler with ``--heats`` tempered replicas per chain; one row per number of heats)
-or both (default).
+allocation sampler with ``--heats`` tempered replicas per chain and ``--jumps`` ejection /
+absorption proposals per sweep; one row per pair) or both (default).
 
 Data: ``N`` rows of 8 binary items simulated from a 3-class latent class model
 (:data:`SHARES`, :data:`PROFILES`; the third class differs from the others on half of the
@@ -47,6 +47,8 @@ import jax
 import numpy as np
 
 import lcbayes as lcb
+from lcbayes.cache import disable_compilation_cache
+from lcbayes.samplers.allocation import JUMPS
 
 #: True class shares of the simulated data.
 SHARES = (0.5, 0.3, 0.2)
@@ -73,12 +75,13 @@ def simulated(n: int, seed: int) -> lcb.Dataset:
     return lcb.simulate(truth, params, n=n, seed=seed)
 
 
-def bench(data: lcb.Dataset, sampler: str, heats: int, max_classes: int, draws: int,
-          warmup: int, thin: int, seed: int) -> dict:
+def bench(data: lcb.Dataset, sampler: str, heats: int, jumps: int, max_classes: int,
+          draws: int, warmup: int, thin: int, seed: int) -> dict:
     settings = dict(max_classes=max_classes, draws=draws, warmup=warmup, chains=CHAINS,
                     thin=thin)
     if sampler == "allocation":
-        run_sampler, settings["heats"] = lcb.allocation_sampler, heats
+        run_sampler = lcb.allocation_sampler
+        settings.update(heats=heats, jumps=jumps)
     else:
         run_sampler = lcb.rjmcmc
     start = time.perf_counter()
@@ -89,7 +92,7 @@ def bench(data: lcb.Dataset, sampler: str, heats: int, max_classes: int, draws: 
     run = time.perf_counter() - start
     sweeps = CHAINS * (warmup + draws * thin)
     ess_k = float(az.ess(result.to_inference_data(), var_names=["k"])["k"])
-    name = sampler if sampler == "rjmcmc" else f"alloc h={heats}"
+    name = sampler if sampler == "rjmcmc" else f"alloc h={heats} j={jumps}"
     return {"sampler": name, "n": data.n_rows, "patterns": data.n_patterns,
             "compile_s": first - run, "run_s": run,
             "sweeps": sweeps, "sweeps_per_s": sweeps / run, "ess_k": ess_k,
@@ -113,15 +116,19 @@ def main(argv=None) -> None:
     parser.add_argument("--sampler", choices=["rjmcmc", "allocation", "both"], default="both")
     parser.add_argument("--heats", type=int, nargs="+", default=[4],
                         help="tempered replicas per chain of the allocation sampler (default 4)")
+    parser.add_argument("--jumps", type=int, nargs="+", default=[JUMPS],
+                        help="ejection / absorption proposals per sweep of the allocation "
+                             f"sampler (default {JUMPS})")
     parser.add_argument("--max-classes", type=int, default=MAX_CLASSES)
     parser.add_argument("--data", help="a CSV file to time instead of the simulated sets")
     args = parser.parse_args(argv)
+    disable_compilation_cache()  # lcbayes turned it on when imported; *compile* is real
     sizes = args.sizes or ([1000] if args.quick else [1000, 10_000])
     sets = ([lcb.Dataset.from_csv(args.data)] if args.data
             else [simulated(n, args.seed) for n in sizes])
-    samplers = [("rjmcmc", 0)] if args.sampler != "allocation" else []
+    samplers = [("rjmcmc", 0, 0)] if args.sampler != "allocation" else []
     if args.sampler != "rjmcmc":
-        samplers += [("allocation", h) for h in args.heats]
+        samplers += [("allocation", h, j) for h in args.heats for j in args.jumps]
     draws = args.draws or (200 if args.quick else 2000)
     warmup = args.warmup if args.warmup is not None else (100 if args.quick else 500)
 
@@ -131,16 +138,16 @@ def main(argv=None) -> None:
             else f"8 binary items, 3 true classes {SHARES}")
     print(f"{what}: max_classes = {args.max_classes}, {CHAINS} chains x {draws} draws after "
           f"{warmup} warm-up sweeps (thin {args.thin})")
-    header = (f"{'sampler':<12} {'N':>6} {'patterns':>8} {'compile s':>9} {'run s':>7} "
+    header = (f"{'sampler':<16} {'N':>6} {'patterns':>8} {'compile s':>9} {'run s':>7} "
               f"{'sweeps/s':>9} {'ESS(k)':>7} {'ESS(k)/s':>9}")
     print(header)
     results = []
     for data in sets:
-        for sampler, heats in samplers:
-            r = bench(data, sampler, heats, args.max_classes, draws, warmup, args.thin,
+        for sampler, heats, jumps in samplers:
+            r = bench(data, sampler, heats, jumps, args.max_classes, draws, warmup, args.thin,
                       args.seed)
             results.append(r)
-            print(f"{r['sampler']:<12} {r['n']:>6} {r['patterns']:>8} {r['compile_s']:>9.1f} "
+            print(f"{r['sampler']:<16} {r['n']:>6} {r['patterns']:>8} {r['compile_s']:>9.1f} "
                   f"{r['run_s']:>7.2f} {r['sweeps_per_s']:>9.0f} {r['ess_k']:>7.1f} "
                   f"{r['ess_k_per_s']:>9.2f}", flush=True)
     print("\nposterior of K (second run) and acceptance rates per move type:")

@@ -30,6 +30,8 @@ from lcbayes.samplers.allocation import (
 from lcbayes.samplers.allocation_moves import (
     AllocPrior,
     alloc_data,
+    augmented_gibbs,
+    class_likelihoods,
     collapsed_loglik,
     initial_state,
     target_tables,
@@ -89,25 +91,29 @@ def test_k_follows_its_prior_with_the_likelihood_off():
     assert np.asarray(out[7])[..., :2].sum() > 500  # dimension moves accepted
 
 
-def _enumerated_posterior_k(data: lcb.Dataset, max_classes: int) -> np.ndarray:
+def _log_allocation_term(codes: np.ndarray, cards, z: np.ndarray, k: int, heat: float
+                         ) -> float:
+    """ln p(z | K) + ln F_h(z) of one labelled allocation, alpha = lam = 1."""
+    sizes = np.bincount(z, minlength=k)
+    term = gammaln(k) - gammaln(k + z.size) + gammaln(1 + sizes).sum()
+    for c in range(k):
+        for j, r in enumerate(cards):
+            values = codes[z == c, j]
+            counts = np.bincount(values[values >= 0], minlength=r)
+            term += gammaln(1 + heat * counts).sum() - gammaln(r + heat * counts.sum()) + gammaln(r)
+    return term
+
+
+def _enumerated_posterior_k(data: lcb.Dataset, max_classes: int, heat: float = 1.0
+                            ) -> np.ndarray:
     """p(K | y) by summing p(z | K) p(y | z, K) over every labelled allocation z of the rows
-    to K classes (empty classes included), Dirichlet(1) priors, uniform p(K)."""
+    to K classes (empty classes included), Dirichlet(1) priors, uniform p(K); at ``heat`` h
+    the power posterior's p(z | K) F_h(z), F_h = prod B(1 + h n_kj) / B(1)."""
     codes = np.asarray(data.codes)
     cards = np.asarray(data.cardinalities)
-    log_post = []
-    for k in range(1, max_classes + 1):
-        terms = []
-        for z in itertools.product(range(k), repeat=codes.shape[0]):
-            z = np.asarray(z)
-            sizes = np.bincount(z, minlength=k)
-            term = gammaln(k) - gammaln(k + z.size) + gammaln(1 + sizes).sum()
-            for c in range(k):
-                for j, r in enumerate(cards):
-                    values = codes[z == c, j]
-                    counts = np.bincount(values[values >= 0], minlength=r)
-                    term += gammaln(1 + counts).sum() - gammaln(r + counts.sum()) + gammaln(r)
-            terms.append(term)
-        log_post.append(logsumexp(terms))
+    log_post = [logsumexp([_log_allocation_term(codes, cards, np.asarray(z), k, heat)
+                           for z in itertools.product(range(k), repeat=codes.shape[0])])
+                for k in range(1, max_classes + 1)]
     log_post = np.asarray(log_post)
     return np.exp(log_post - logsumexp(log_post))
 
@@ -130,6 +136,73 @@ def test_posterior_of_k_matches_the_enumeration_of_every_allocation():
     sampled = np.array(list(res.posterior_k.values()))
     assert _chi_square_p(res.posterior["k"].values[:, ::5].ravel(), enumerated) > 1e-3
     assert np.abs(sampled - enumerated).max() < 0.03
+
+
+def test_one_heated_replica_samples_the_power_posterior_of_k():
+    """A single replica at heat 1/2 (no cold one): its K follows the enumerated power
+    posterior sum_z p(K) p(z | K) F_h(z), so the tempered ejection / absorption ratios and the
+    tempered Gibbs step (Dir(lam + h n) tables, likelihood^h) leave F_h's target invariant."""
+    data = _six_rows()
+    heat = 0.5
+    expected = _enumerated_posterior_k(data, MAX_CLASSES, heat)
+    assert np.abs(expected - _enumerated_posterior_k(data, MAX_CLASSES)).max() > 0.05
+    lc = lc_data(data)
+    prior = allocation_prior(data, lc, "class", "dirichlet", np.full(MAX_CLASSES, 0.25))
+    out = run_chains(SHARED["draws"], JUMPS, LCData(*map(jnp.asarray, lc)), prior,
+                     jnp.array([heat]), jax.random.split(prng_key(2), 4),
+                     jnp.array([1, 2, 3, 4], dtype=jnp.int32), SHARED["warmup"], 1)
+    k = np.asarray(out[0])
+    assert _chi_square_p(k[:, ::5].ravel(), expected) > 1e-3
+    assert np.abs(np.bincount(k.ravel(), minlength=5)[1:] / k.size - expected).max() < 0.03
+
+
+def test_gibbs_step_leaves_the_tempered_allocation_target_invariant():
+    """Fixed K = 2 on 5 rows (one value missing), heat 0.6: 4000 independent chains of 30
+    data-augmentation Gibbs steps end in the 32 labelled allocations with the probabilities
+    p(z | K) F_h(z) (enumerated), so the step's Dir(lam + h n) tables and likelihood^h
+    pair up."""
+    codes = np.asarray(_six_rows().codes)[:5]
+    data = lcb.Dataset.from_codes(codes, cardinalities=(2, 3, 4))
+    heat, k, n = 0.6, 2, codes.shape[0]
+    lc = LCData(*map(jnp.asarray, lc_data(data)))
+    prior = allocation_prior(data, lc, "class", "dirichlet", np.full(k, 0.5))
+    rows = alloc_data(lc)
+
+    def chain(key):
+        def step(state, key):
+            k_gamma, k_rows = jax.random.split(key)
+            u = jax.random.uniform(k_rows, state.z.shape)
+            return augmented_gibbs(k_gamma, u, rows, prior, state, heat, 1)[0], None
+
+        return jax.lax.scan(step, initial_state(rows, k, k), jax.random.split(key, 30))[0].z
+
+    z = np.asarray(jax.jit(jax.vmap(chain))(jax.random.split(prng_key(5), 4000)))[:, :n]
+    observed = np.bincount(z @ (k ** np.arange(n)), minlength=k ** n)
+    terms = np.array([_log_allocation_term(codes, (2, 3, 4), np.asarray(z_), k, heat)
+                      for z_ in itertools.product(range(k), repeat=n)])
+    expected = np.exp(terms - logsumexp(terms))[
+        [int(np.dot(z_, k ** np.arange(n))) for z_ in itertools.product(range(k), repeat=n)]]
+    assert stats.chisquare(observed, expected * z.shape[0]).pvalue > 1e-3
+    assert np.abs(observed / z.shape[0] - expected).max() < 0.02
+
+
+def test_tabulated_target_terms_equal_the_log_gamma_formula():
+    """The tables of every heat give ln F_h of a class (ln B(lam + h n) - ln B(lam) per
+    item) and the ejection's Beta terms exactly as ln Γ computes them."""
+    data = _small()
+    lc = LCData(*map(jnp.asarray, lc_data(data)))
+    prior = allocation_prior(data, lc, "class", "dirichlet", np.full(MAX_CLASSES, 0.25))
+    rows = alloc_data(lc)
+    state = initial_state(rows, MAX_CLASSES, 3)
+    lam, total = np.asarray(prior.lam), np.asarray(prior.lam_total)
+    for heat in (1.0, 0.37):
+        tables = target_tables(rows, prior, heat)
+        counts = heat * np.asarray(state.nr)
+        direct = (gammaln(lam + counts) - gammaln(lam)).sum((1, 2)) - (
+            gammaln(total + counts.sum(-1)) - gammaln(total)).sum(-1)
+        np.testing.assert_allclose(class_likelihoods(tables, state.nr), direct, atol=1e-10)
+        np.testing.assert_allclose(tables.shape[5] + tables.shape[2] - tables.double[7],
+                                   gammaln(6.0) + gammaln(3.0) - gammaln(9.0), atol=1e-12)
 
 
 def test_posterior_of_k_matches_exact_evidences_with_polytomous_items():
@@ -193,6 +266,7 @@ def test_result_contract_round_trip_and_same_seed(small_csv):
     ({"heats": [1.0, 1.0]}, "decreasing heats"),
     ({"heats": "hot"}, "decreasing heats"),
     ({"prior_k": "flat"}, "prior_k must be 'uniform', 'poisson'"),
+    ({"jumps": 0}, "jumps must be an integer >= 1"),
     ({"seed": -1}, "seed must be a non-negative integer"),
 ])
 def test_bad_arguments_raise_clear_errors(kwargs, message):

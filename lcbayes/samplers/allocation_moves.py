@@ -1,9 +1,8 @@
 """The moves of the collapsed allocation sampler (:mod:`lcbayes.samplers.allocation`, whose
-module docstring states the tempered target and derives the acceptance ratios): the Gibbs update
-of every row's class by data augmentation, a uniformly random relabelling of the active classes,
-and one ejection / absorption move. Pure functions of one chain's :class:`AllocState` at one
-heat, jitted inside the sampler's scan and vmapped over heats and chains; no move loops over
-the rows."""
+module docstring states the tempered target and derives the acceptance ratios): a random swap of
+two class labels, one ejection / absorption move, and the Gibbs update of every row's class by
+data augmentation. Pure functions of one chain's :class:`AllocState` at one heat, jitted inside
+the sampler's scan and vmapped over heats and chains; no move loops over the rows."""
 
 from __future__ import annotations
 
