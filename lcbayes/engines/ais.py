@@ -320,7 +320,11 @@ def anneal(structure: Structure, kernel: str, blocks: str, chains: int, progress
     return trace, accepted
 
 
-_anneal_jit = jax.jit(anneal, static_argnums=(0, 1, 2, 3, 4))
+#: XLA's backend optimisation level 1 instead of 3 for :func:`anneal`: on carcinoma LC(3) (16
+#: chains x 4096 temperatures) it compiled in 1.8 s instead of 2.4 s and ran in 0.47 s of CPU
+#: instead of 0.51 s, with the same numbers (level 0 ran three times slower).
+COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
+_anneal_jit = jax.jit(anneal, static_argnums=(0, 1, 2, 3, 4), compiler_options=COMPILER_OPTIONS)
 
 
 def make_problem(structure: Structure, patterns, weights, priors, kernel: str, strength,
