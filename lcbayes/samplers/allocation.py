@@ -291,7 +291,8 @@ def allocation_sampler(data, *, max_classes: int = 10, draws: int = 2_000, warmu
     tried, took = proposed.sum(axis=(0, 1)), accepted.sum(axis=(0, 1))
     acceptance = {m: float(took[i] / tried[i]) if tried[i] else None
                   for i, m in enumerate(MOVES)}
-    settings = {**counts, "heats": [float(h) for h in ladder], "seed": seed_record(seed),
+    settings = {**counts, "heats": [float(h) for h in ladder], "jumps": jumps,
+                "seed": seed_record(seed),
                 "prior_k": {i + 1: float(v) for i, v in enumerate(p_k)},
                 "prior": prior if isinstance(prior, str | int | float) else "custom"}
     idata = lc_inference_data(
@@ -299,7 +300,8 @@ def allocation_sampler(data, *, max_classes: int = 10, draws: int = 2_000, warmu
         stats={"collapsed_log_likelihood": ((), collapsed),
                "proposed": (("move",), proposed), "accepted": (("move",), accepted)},
         stat_coords={"move": list(MOVES)},
-        attrs={"engine": "allocation", **counts, "seed": json_value(settings["seed"]),
+        attrs={"engine": "allocation", **counts, "jumps": jumps,
+               "seed": json_value(settings["seed"]),
                "heats_json": json.dumps(settings["heats"]), "prior": settings["prior"],
                "prior_k_json": json.dumps(settings["prior_k"]),
                "acceptance_json": json.dumps(acceptance)})
