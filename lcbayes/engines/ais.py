@@ -78,6 +78,7 @@ from ..execution import executor as open_executor
 from ..inference import enumeration, flat, flat_log_marginal, prepare
 from ..inference.completion import sample_completion, seen_indicators
 from ..inference.tying import RowTying, pool, tie
+from ..jax_setup import QUICK_COMPILE
 from ..params import PriorSpec, proper_prior_tables
 from ..progress import advance_loop_bar, loop_bar
 from ..structure import Structure
@@ -320,11 +321,16 @@ def anneal(structure: Structure, kernel: str, blocks: str, chains: int, progress
     return trace, accepted
 
 
-#: XLA's backend optimisation level 1 instead of 3 for :func:`anneal`: on carcinoma LC(3) (16
-#: chains x 4096 temperatures) it compiled in 1.8 s instead of 2.4 s and ran in 0.47 s of CPU
-#: instead of 0.51 s, with the same numbers (level 0 ran three times slower).
-COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
-_anneal_jit = jax.jit(anneal, static_argnums=(0, 1, 2, 3, 4), compiler_options=COMPILER_OPTIONS)
+#: Up to this many data patterns :func:`anneal` is compiled at XLA's backend optimisation level
+#: 1 instead of 3 (:data:`lcbayes.jax_setup.QUICK_COMPILE`), where compiling costs more than
+#: running: carcinoma LC(3) (20 patterns, 16 chains x 4096 temperatures) compiled in 1.8 s
+#: instead of 2.4 s and ran in 0.47 s of CPU instead of 0.51 s, the same numbers; on the
+#: election items (1666 patterns) level 1 compiled in 1.1 s instead of 2.9 s but ran 17-30%
+#: slower (28 s of CPU).
+QUICK_COMPILE_PATTERNS = 256
+_anneal_jit = jax.jit(anneal, static_argnums=(0, 1, 2, 3, 4))
+_anneal_quick_jit = jax.jit(anneal, static_argnums=(0, 1, 2, 3, 4),
+                            compiler_options=QUICK_COMPILE)
 
 
 def make_problem(structure: Structure, patterns, weights, priors, kernel: str, strength,
@@ -389,8 +395,10 @@ def _run_group(g: int, run: _Groups) -> tuple[np.ndarray, np.ndarray]:
     ``fold_in(run.key, g)``."""
     key = run.key if g == 0 else jax.random.fold_in(run.key, g)
     with loop_bar(run.tau.shape[0] - 1, run.progress, desc="AIS temperatures", unit="temp"):
-        trace, accepted = _anneal_jit(run.structure, run.kernel, run.blocks, run.chains,
-                                      run.progress, run.problem, run.tau, key)
+        small = run.problem.weights.shape[0] <= QUICK_COMPILE_PATTERNS
+        trace, accepted = (_anneal_quick_jit if small else _anneal_jit)(
+            run.structure, run.kernel, run.blocks, run.chains, run.progress, run.problem, run.tau,
+            key)
     return np.asarray(trace), np.asarray(accepted)
 
 

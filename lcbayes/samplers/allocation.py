@@ -86,6 +86,7 @@ import numpy as np
 from ..constructors import latent_class
 from ..data import Dataset
 from ..errors import ArgumentError
+from ..jax_setup import QUICK_COMPILE
 from ..params import PriorSpec
 from ..render import json_value
 from ..validation import Seed, as_dataset, check_int, check_seed, numpy_rng, prng_key, seed_record
@@ -115,9 +116,6 @@ EJECTION_SHAPE = 1.0
 #: (``max_classes=10``, 4 heats, 4 x 2000 draws) the ESS of ``k`` grew from 552 with 1 to 3790
 #: with 8, for 27% more time per sweep (``benchmarks/bench_rjmcmc.py --jumps 1 8``).
 JUMPS = 8
-#: XLA's backend optimisation level 1 instead of the default: the sampler compiles in about
-#: half the time and runs as fast (level 0 runs 2.5 times slower).
-COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
 #: Lowest heat of the default ladder: ``heats=H`` gives ``H`` heats evenly from 1 down to it.
 LOWEST_HEAT = 0.4
 
@@ -168,7 +166,7 @@ def allocation_prior(data: Dataset, lc: LCData, name: str, prior: PriorSpec, p_k
                       jnp.asarray(EJECTION_SHAPE))
 
 
-@partial(jax.jit, static_argnums=(0, 1), compiler_options=COMPILER_OPTIONS)
+@partial(jax.jit, static_argnums=(0, 1), compiler_options=QUICK_COMPILE)
 def run_chains(draws: int, jumps: int, lc: LCData, prior: AllocPrior, heats, keys, k0, warmup,
                thin):
     """``draws`` kept cold states of every chain (one per key, every replica starting with
