@@ -5,7 +5,8 @@ process, as a user starts one.
 * the first ``lcb.em`` call in a fresh process (compilation included), cold and warm cache;
 * ``lcbayes fit carcinoma.csv --classes 3``, cold and warm compilation cache;
 * ``lcbayes compare carcinoma.csv --classes 1-5 --methods bic,vbem,ais``, cold and warm, with
-  the AIS standard errors and ``P(K = 3)`` (BayesBinMix and RJMCMC: about 0.88);
+  the AIS standard errors and ``P(K = 3)`` (the target: within 0.05 of 0.88; RJMCMC, the
+  allocation sampler and long AIS runs agree on about 0.855);
 * ``lcbayes demo``, warm (``--skip-demo`` leaves it out).
 
 Usage::
