@@ -32,8 +32,9 @@ state (:data:`TIMINGS`): the demo's "Seconds" block (``demo.md``: the line ``**S
 ``demo.html``: the table under ``<h3>Seconds</h3>``, both written by the comparison report's
 Run section) and, in ``beal-ghahramani-table2.md``, the ``EM s`` / ``VB s`` columns of the
 "Per size" table and the "Timing" section; in ``karciauskas-learning.md`` the "Wall time"
-line, every time column, every StandardFixed line (its search is cut by a time limit, so its
-result depends on the machine's speed) and the "Speed" section. The demo report and the
+line, every time column, every StandardFixed line and the columns comparing it with SplitMerge
+(``Fixed - SM``, ``Fixed vs SM``: its search is cut by a time limit, so its result depends on
+the machine's speed) and the "Speed" section. The demo report and the
 learning report also state the versions of Python and the libraries and the platform string,
 kernel build included (their "Versions" block), so another machine or environment gives other
 bytes there, and other library versions may give other numbers and PNG bytes.
@@ -89,9 +90,11 @@ TIMINGS = {
         (re.compile(r"^[^|\n].*StandardFixed.*$", re.M), "(a StandardFixed line, masked)"),
     ),
 }
-#: Table columns holding seconds, per file (masked in every row of a table that has them).
+#: Table columns holding seconds or results of time-limited searches, per file (masked in
+#: every row of a table that has them).
 TIMING_COLUMNS = {"beal-ghahramani-table2.md": ("EM s", "VB s"),
-                  "karciauskas-learning.md": ("t (s)", "first t (s)")}
+                  "karciauskas-learning.md": ("t (s)", "first t (s)", "Fixed - SM",
+                                              "Fixed vs SM")}
 
 
 def commands(out: Path, seed: int, quick: bool) -> dict[str, list[str]]:
