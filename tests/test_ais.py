@@ -247,6 +247,22 @@ def test_target_stderr_pools_groups_of_chains_until_it_is_met():
     assert fewer.chains == run.chains - 4 and fewer.stderr > target
     np.testing.assert_array_equal(fewer.log_weights, run.log_weights[:-4])
     assert run.settings["target_stderr"] == target and run.trace.shape[0] == run.chains
+    assert run.settings["stopped"] == "target" and fewer.settings["stopped"] == "max_chains"
+
+
+def test_rounds_stop_when_the_weights_rest_on_a_few_chains():
+    """Annealing far too fast leaves the weights on one chain or two: the rounds stop after the
+    second group (ESS below LOW_ESS_STOP of the chains) instead of running to max_chains, and
+    the groups run are the ones a plain two-group run makes."""
+    from lcbayes.engines.ais import LOW_ESS_STOP
+
+    structure, data = _simulated(_lc2, [2, 2, 2, 2, 2, 2], 400, seed=2)
+    run = lcb.ais(structure, data, chains=8, temperatures=2, seed=1, target_stderr=0.01,
+                  max_chains=80)
+    assert run.settings["stopped"] == "low_ess" and run.chains == 16
+    assert run.ess < LOW_ESS_STOP * run.chains and run.stderr > 0.01
+    two = lcb.ais(structure, data, chains=8, temperatures=2, seed=1, groups=2)
+    np.testing.assert_array_equal(run.log_weights, two.log_weights)
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
