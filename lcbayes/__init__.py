@@ -70,6 +70,8 @@ API: dict[str, str] = {
     "KMixing": "lcbayes.samplers.results",
     "KMixingWarning": "lcbayes.samplers.results",
     "posterior_k": "lcbayes.samplers.rjmcmc",
+    "smc": "lcbayes.samplers.smc_evidence",
+    "SMCResult": "lcbayes.samplers.smc_result",
     "allocation_sampler": "lcbayes.samplers.allocation",
     "AllocationResult": "lcbayes.samplers.allocation",
     "condition_on_k": "lcbayes.samplers.idata",

@@ -177,6 +177,23 @@ def test_a_run_carried_by_few_chains_says_so():
     assert "warning" not in enough.summary()
 
 
+def test_a_run_carried_by_one_chain_is_no_estimate():
+    """Issue 29: an ESS of about one chain is no estimate, reported with its reason and no
+    standard error. Weights 1, 1/2 and two of e^-800 (zero in float64) have ESS
+    (3/2)^2 / (5/4) = 1.8; weights 1, 1 and two zeros have ESS exactly 2."""
+    res = _run("lc", "rw", 1)
+    one, two = (dataclasses.replace(res, log_weights=lw, chains=4, **weight_statistics(lw))
+                for lw in (np.array([0.0, np.log(0.5), -800, -800]),
+                           np.array([0.0, 0.0, -800, -800])))
+    assert one.ess == pytest.approx(1.8) and two.ess == pytest.approx(2.0)
+    assert one.no_estimate and not two.no_estimate and not res.no_estimate
+    assert one.reason.startswith("ESS 1.80 of 4 chains (below 2)")
+    assert two.reason == "" and res.reason == ""
+    text = one.summary()
+    assert "(no estimate)" in text and f"no estimate: {one.reason}" in text and "+/-" not in text
+    assert "+/-" in two.summary() and "no estimate" not in two.summary()
+
+
 def test_weight_statistics_of_known_weights():
     lw = np.log([1.0, 2.0, 3.0, 6.0])
     est = weight_statistics(lw)

@@ -71,6 +71,7 @@ def _engines(structure, data):
         "simulate": lambda **kw: lcb.simulate(structure, lcb.random_params(structure), 5, **kw),
         "laplace": lambda **kw: lcb.laplace(structure, data, **kw),
         "chib": lambda **kw: lcb.chib(structure, data, **kw),
+        "smc": lambda **kw: lcb.smc(structure, data, **kw),
         "identifiable": lambda **kw: lcb.identifiable(structure, **kw),
         "stream_em": lambda **kw: lcb.stream_em(structure, data, **kw),
         "stream_vbem": lambda **kw: lcb.stream_vbem(structure, data, **kw),
@@ -80,7 +81,7 @@ def _engines(structure, data):
 
 ENGINES = ("em", "vbem", "ais", "gibbs", "rjmcmc", "allocation_sampler", "ais_numpyro",
            "effective_dimension",
-           "compare", "random_params", "simulate", "laplace", "chib", "identifiable",
+           "compare", "random_params", "simulate", "laplace", "chib", "smc", "identifiable",
            "stream_em", "stream_vbem", "stepwise_em")
 
 
@@ -111,6 +112,7 @@ ENGINES_ON_A_STRUCTURE = {
     "bound_terms": lambda s, d: lcb.bound_terms(s, d, {}),
     "laplace": lambda s, d: lcb.laplace(s, d),
     "chib": lambda s, d: lcb.chib(s, d),
+    "smc": lambda s, d: lcb.smc(s, d),
 }
 
 

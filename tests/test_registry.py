@@ -53,9 +53,9 @@ def data() -> lcb.Dataset:
 
 def test_the_built_in_methods_are_registered():
     assert selectable_methods() == ("bic", "bic_e", "aic", "icl", "cs", "bicp", "abic", "caic",
-                                    "entropy", "lmr", "blrt", "vbem", "ais", "laplace",
+                                    "entropy", "lmr", "blrt", "vbem", "smc", "ais", "laplace",
                                     "laplace_block", "laplace_diag", "draper", "mled", "chib")
-    assert default_methods() == ("bic", "bic_e", "aic", "icl", "cs", "vbem", "ais")
+    assert default_methods() == ("bic", "bic_e", "aic", "icl", "cs", "vbem", "smc")
 
 
 def test_a_registered_method_reaches_the_table_json_and_reports(toy, data, tmp_path):

@@ -46,7 +46,8 @@ def add_parser(sub) -> None:
     cmp = sub.add_parser(
         "compare", help="compare numbers of classes (and other structures) by every method",
         description="Score candidate models by BIC, BIC_e, AIC, ICL, Cheeseman-Stutz, VBEM, "
-                    "AIS and (small problems) the exact evidence; print a table with log "
+                    "SMC with bridge sampling (or AIS) and (small problems) the exact "
+                    "evidence; print a table with log "
                     "evidences, posterior model probabilities, Bayes factors and diagnostic "
                     "flags.")
     add_data_arguments(cmp)
@@ -62,6 +63,14 @@ def add_parser(sub) -> None:
                      help=f"EM and VBEM starts (default {default(compare, 'restarts')})")
     cmp.add_argument("--seed", type=int, default=default(compare, "seed"),
                      help=f"random seed (default {default(compare, 'seed')})")
+    cmp.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                     help="seconds for the SMC evidence runs of all candidates together, "
+                          "shared equally (default: --smc-runs runs each)")
+    cmp.add_argument("--smc-particles", type=int, default=None,
+                     help=f"particles per SMC run (default {default(compare, 'smc_particles')})")
+    cmp.add_argument("--smc-runs", type=int, default=None,
+                     help=f"most independent SMC runs per candidate (default "
+                          f"{default(compare, 'smc_runs')})")
     cmp.add_argument("--chains", type=int, default=None,
                      help=f"AIS chains (default {default(compare, 'ais_chains')})")
     cmp.add_argument("--temperatures", type=int, default=None,
@@ -157,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
                              ais_temperatures="temperatures", ais_kernel="kernel",
                              max_terms="max_terms", max_iter="max_iter",
                              ais_target_stderr="target_stderr", ais_max_chains="max_chains",
-                             blrt_replicates="blrt_replicates")
+                             blrt_replicates="blrt_replicates", time_budget="time_budget",
+                             smc_particles="smc_particles", smc_runs="smc_runs")
     if options.get("ais_target_stderr") == "off":
         options["ais_target_stderr"] = None
     if args.workers is not None and args.workers < 1:

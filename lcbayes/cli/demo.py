@@ -31,7 +31,8 @@ DEMO_PROFILES = (
 #: Demo data: number of rows.
 DEMO_ROWS = 500
 #: Demo run: AIS chains and temperatures, EM/VBEM restarts.
-DEMO_SETTINGS = {"ais_chains": 16, "ais_temperatures": 2048, "restarts": 10}
+DEMO_SETTINGS = {"ais_chains": 16, "ais_temperatures": 2048, "restarts": 10,
+                 "methods": ("bic", "bic_e", "aic", "icl", "cs", "vbem", "ais")}
 
 
 def add_parser(sub) -> None:

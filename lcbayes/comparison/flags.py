@@ -8,8 +8,14 @@ plain-text table, :data:`SHORT_CODES`):
 * ``ais_low_ess``: the AIS weights' effective number of chains is below ``AIS_MIN_ESS_FRACTION``
   of the chains: a few chains carry the estimate, so its standard error is itself unreliable
   (typically too small) and the schedule should be longer.
+* ``ais_no_estimate``: the effective number of chains is below ``AIS_NO_ESTIMATE_ESS`` (2):
+  about one chain carries the mean, so it is no estimate and has no error bar
+  (:attr:`lcbayes.AISResult.no_estimate`); ``log_evidence`` falls back to the next estimate.
 * ``ais_off_exact``: ``|ais - exact| > AIS_OFF_EXACT_SE * ais_stderr``: the AIS error bar is
   too small.
+* ``chib_unreliable``: Chib's chains disagree about ``ln p(theta* | y)`` or a few draws carry
+  it (:attr:`lcbayes.ChibResult.reliable`; the reason is the result's): the estimate is too
+  high by an unknown amount (over-fitted ``K``), so ``log_evidence`` falls back.
 * ``not_converged``: the best EM or VBEM restart stopped at ``max_iter``.
 * ``em_local_optimum`` (latent class ``K`` with ``K - 1`` classes also fitted on the same
   columns): ``loglik_K < loglik_{K-1} - LOCAL_OPTIMUM_TOL``. ``K`` classes contain every
@@ -37,21 +43,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engines.annealing import LOW_ESS_FRACTION
+from ..engines.annealing import LOW_ESS_FRACTION, NO_ESTIMATE_ESS
 from ..engines.em_result import EMResult
 from ..render import plural
 from .registry import Flag, register_flag
 
 __all__ = ["AIS_BELOW_VBEM", "AIS_BELOW_VBEM_SE", "AIS_LOW_ESS", "AIS_MIN_ESS_FRACTION",
-           "AIS_OFF_EXACT", "AIS_OFF_EXACT_SE", "BIC_SINGULAR", "EMPTY_CLASS_Z", "EM_FLAGS",
-           "EM_LOCAL_OPTIMUM", "LOCAL_OPTIMUM_TOL", "NOT_CONVERGED", "SHORT_CODES",
-           "SINGULAR_LEVEL", "short_code", "singular_reasons"]
+           "AIS_NO_ESTIMATE", "AIS_NO_ESTIMATE_ESS", "AIS_OFF_EXACT", "AIS_OFF_EXACT_SE",
+           "BIC_SINGULAR", "CHIB_UNRELIABLE", "EMPTY_CLASS_Z", "EM_FLAGS", "EM_LOCAL_OPTIMUM",
+           "LOCAL_OPTIMUM_TOL", "NOT_CONVERGED", "SHORT_CODES", "SINGULAR_LEVEL", "short_code",
+           "singular_reasons"]
 
 #: ``ais_below_vbem`` fires when AIS is below the uncorrected VB bound by more than this many
 #: AIS standard errors.
 AIS_BELOW_VBEM_SE = 3.0
 #: ``ais_low_ess`` fires when the AIS effective sample size is below this fraction of the chains.
 AIS_MIN_ESS_FRACTION = LOW_ESS_FRACTION
+#: ``ais_no_estimate`` fires when the AIS effective number of chains is below this.
+AIS_NO_ESTIMATE_ESS = NO_ESTIMATE_ESS
 #: ``ais_off_exact`` fires when AIS misses the exact evidence by more than this many standard
 #: errors.
 AIS_OFF_EXACT_SE = 3.0
@@ -88,6 +97,16 @@ def _ais_low_ess(comp, i: int) -> str | None:
     if result is not None and result.low_ess:
         return f"AIS ESS {result.ess:.1f} of {plural(result.chains, 'chain')}"
     return None
+
+
+def _ais_no_estimate(comp, i: int) -> str | None:
+    result = comp.ais[i]
+    return result.reason if result is not None and result.no_estimate else None
+
+
+def _chib_unreliable(comp, i: int) -> str | None:
+    result = comp.fits.get("chib", (None,) * len(comp.names))[i]
+    return result.reason if result is not None and not result.reliable else None
 
 
 def _ais_off_exact(comp, i: int) -> str | None:
@@ -218,11 +237,23 @@ AIS_LOW_ESS = register_flag(Flag(
     f"the AIS weights' effective number of chains is below {AIS_MIN_ESS_FRACTION:.0%} of the "
     "chains: its standard error is unreliable; use more temperatures",
     _ais_low_ess, thresholds={"AIS_MIN_ESS_FRACTION": AIS_MIN_ESS_FRACTION}))
+AIS_NO_ESTIMATE = register_flag(Flag(
+    "ais_no_estimate",
+    f"the AIS weights' effective number of chains is below {AIS_NO_ESTIMATE_ESS:g}: about one "
+    "chain carries the estimate, so it is no estimate and has no standard error; log_evidence "
+    "falls back to the next estimate (SMC/bridge or VBEM); anneal more slowly or use smc",
+    _ais_no_estimate, cells=("ais",), thresholds={"AIS_NO_ESTIMATE_ESS": AIS_NO_ESTIMATE_ESS}))
 AIS_OFF_EXACT = register_flag(Flag(
     "ais_off_exact",
     f"AIS differs from the exact evidence by more than {AIS_OFF_EXACT_SE:g} standard errors: "
     "its error bar is too small",
     _ais_off_exact, cells=("ais", "exact"), thresholds={"AIS_OFF_EXACT_SE": AIS_OFF_EXACT_SE}))
+CHIB_UNRELIABLE = register_flag(Flag(
+    "chib_unreliable",
+    "Chib's chains disagree about the posterior ordinate or a few draws carry it (the sampler "
+    "did not explore the posterior, typically K larger than the data support): the estimate "
+    "is too high by an unknown amount; log_evidence falls back to the next estimate",
+    _chib_unreliable, cells=("chib",)))
 NOT_CONVERGED = register_flag(Flag(
     "not_converged", "the best EM or VBEM restart stopped at max_iter", _not_converged,
     cells=("loglik", "elbo")))
@@ -244,8 +275,9 @@ EM_FLAGS = (NOT_CONVERGED, EM_LOCAL_OPTIMUM, BIC_SINGULAR)
 
 #: Two-letter codes of the flags in the narrow plain-text table (``lcbayes compare`` without
 #: ``--wide``), explained under it.
-SHORT_CODES = {"ais_below_vbem": "AB", "ais_low_ess": "AE", "ais_off_exact": "AX",
-               "not_converged": "NC", "em_local_optimum": "LO", "bic_singular": "SG"}
+SHORT_CODES = {"ais_below_vbem": "AB", "ais_low_ess": "AE", "ais_no_estimate": "AN",
+               "ais_off_exact": "AX", "chib_unreliable": "CU", "not_converged": "NC",
+               "em_local_optimum": "LO", "bic_singular": "SG"}
 
 
 def short_code(name: str) -> str:

@@ -16,14 +16,17 @@ one maximum-likelihood EM fit, VBEM, AIS.
   all in one call.
 * ``ais``: :func:`lcbayes.ais` with ``ais_chains``, ``ais_temperatures``, ``ais_kernel``,
   ``ais_target_stderr`` and ``ais_max_chains``.
+* ``smc``: :func:`lcbayes.smc` (SMC over the rows, checked by bridge sampling) for
+  latent class candidates (``None`` otherwise), with ``smc_particles``, ``smc_runs`` and the
+  candidate's share of ``time_budget``.
 * ``laplace``: :func:`lcbayes.laplace` (Whiley §4.3: the MAP fit in the softmax basis with
   ``restarts`` and ``seed``, Dirichlet(1) prior), every variant from one Hessian.
 * ``chib``: :func:`lcbayes.chib` (Whiley §4.2) with its default draws, for latent class
   candidates of at most 7 classes (``None`` otherwise).
 
-EM, VBEM and AIS (``"rw"`` kernel) run latent class candidates with ``pad_classes`` (the
-largest number of classes among them, :mod:`lcbayes.engines.padding`), so each compiles once
-for all of them.
+EM, VBEM, SMC (up to :data:`SMC_PADDING_ROWS` rows) and AIS (``"rw"`` kernel) run latent class
+candidates with ``pad_classes`` (the largest number of classes among them,
+:mod:`lcbayes.engines.padding`), so each compiles once for all of them.
 
 :class:`CandidateFits` hands a candidate's results to the methods' ``values``.
 """
@@ -44,10 +47,11 @@ from ..engines.laplace import laplace
 from ..engines.vbem import vbem
 from ..indices import classification_quality
 from ..lrt import blrt, lmr
+from ..samplers.smc_evidence import smc
 from ..structure import Structure
 from .registry import Column, Need, register_need
 
-__all__ = ["CandidateFits"]
+__all__ = ["SMC_PADDING_ROWS", "CandidateFits"]
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,19 @@ def _ais(structure, data, settings, fits):
                **(_padding(structure, settings) if settings["ais_kernel"] == "rw" else {}))
 
 
+#: ``smc`` runs latent class candidates inside the largest (one compiled program) up to this
+#: many rows; beyond, its cost grows with the class slots faster than compiling once per K costs.
+SMC_PADDING_ROWS = 1000
+
+
+def _smc(structure, data, settings, fits):
+    if structure.kind != "latent_class":
+        return None
+    padding = _padding(structure, settings) if data.n_rows <= SMC_PADDING_ROWS else {}
+    return smc(structure, data, particles=settings["smc_particles"], runs=settings["smc_runs"],
+               time_budget=settings["smc_time_budget"], seed=settings["seed"], **padding)
+
+
 def _laplace(structure, data, settings, fits):
     return laplace(structure, data, restarts=settings["restarts"], seed=settings["seed"],
                    **settings["iter_args"])
@@ -153,5 +170,6 @@ register_need(Need("smaller_em", "EM with one class fewer", _smaller_fit, after=
 register_need(Need("lmr", "LMR", _lmr, side_by_side=False))
 register_need(Need("blrt", "BLRT", _blrt, side_by_side=False))
 register_need(Need("ais", "AIS", _ais, after=()))
+register_need(Need("smc", "SMC", _smc, after=()))
 register_need(Need("laplace", "Laplace", _laplace, after=()))
 register_need(Need("chib", "Chib", _chib, after=()))

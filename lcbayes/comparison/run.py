@@ -32,6 +32,7 @@ from ..execution import Executor, SerialExecutor
 from ..execution import executor as open_executor
 from ..progress import new_bar
 from ..render import versions
+from ..samplers.smc_evidence import smc
 from ..structure import Structure
 from ..validation import Seed, as_dataset, check_int, check_positive, check_seed, seed_record
 from . import registry
@@ -49,6 +50,7 @@ EXACT_MAX_TERMS = 2e5
 
 _AIS = inspect.signature(ais).parameters
 _EM = inspect.signature(em).parameters
+_SMC = inspect.signature(smc).parameters
 
 
 def _needed(methods: tuple[str, ...], exact) -> list[registry.Need]:
@@ -179,6 +181,9 @@ def compare(
     ais_kernel: Literal["rw", "mh", "gibbs"] = _AIS["kernel"].default,
     ais_target_stderr: float | None = AIS_TARGET_STDERR,
     ais_max_chains: int | None = None,
+    smc_particles: int = _SMC["particles"].default,
+    smc_runs: int = _SMC["runs"].default,
+    time_budget: float | None = None,
     exact: bool | Literal["auto"] = "auto",
     max_terms: float = EXACT_MAX_TERMS,
     max_iter: int | None = None,
@@ -200,9 +205,9 @@ def compare(
         methods: names of registered methods (:func:`lcbayes.comparison.selectable_methods`;
             built in: ``bic``, ``bic_e``, ``aic``, ``icl``, ``cs``, ``bicp``, ``abic``,
             ``caic``, ``entropy`` (one ML EM fit serves them all), ``lmr``, ``blrt`` (each
-            latent class candidate against one class fewer), ``vbem``, ``ais``), a list or
-            comma-separated. Default: every default method (all but ``bicp``, ``abic``,
-            ``caic``, ``entropy``, ``lmr`` and ``blrt``). Only what they need runs.
+            latent class candidate against one class fewer), ``vbem``, ``smc``, ``ais``), a
+            list or comma-separated. Default: every default method (``bic``, ``bic_e``,
+            ``aic``, ``icl``, ``cs``, ``vbem``, ``smc``). Only what they need runs.
         seed: every engine runs with this seed (so any row can be reproduced by calling the
             engine directly), and so do the posterior Monte Carlo draws. The same seed gives
             the same table (apart from ``seconds``).
@@ -213,6 +218,11 @@ def compare(
             standard error is at most ``ais_target_stderr`` or ``ais_max_chains`` chains
             (default ``8 * ais_chains``) have run; ``None``: one group. On carcinoma (118
             rows) K = 2..5 reach 0.15 with 32-64 chains of 4096 temperatures.
+        smc_particles, smc_runs: particles per SMC run and the most runs
+            (:func:`lcbayes.smc`); the runs' spread is the error bar of both of its estimates.
+        time_budget: seconds for the SMC runs of all candidates together, shared equally
+            (each candidate stops starting runs once its share is spent, after two); ``None``:
+            ``smc_runs`` runs each.
         exact: ``"auto"`` computes the exact evidence where it needs at most ``max_terms``
             terms (a structure with nothing hidden to sum, e.g. one class, always), ``True``
             requires it (:class:`~lcbayes.TooLargeError` otherwise), ``False`` skips it.
@@ -255,6 +265,10 @@ def compare(
                                    "ais_max_chains", ais_chains)
     elif ais_max_chains is not None:
         raise LcbayesError("ais_max_chains needs ais_target_stderr")
+    smc_particles = check_int(smc_particles, "smc_particles", 4)
+    smc_runs = check_int(smc_runs, "smc_runs", 2)
+    if time_budget is not None:
+        time_budget = check_positive(time_budget, "time_budget")
     if ais_kernel not in KERNELS:
         raise LcbayesError(f"ais_kernel must be one of {', '.join(map(repr, KERNELS))}, got "
                            f"{ais_kernel!r}")
@@ -269,6 +283,9 @@ def compare(
                 "pad_classes": pad_classes, "ais_temperatures": ais_temperatures,
                 "ais_kernel": ais_kernel, "ais_target_stderr": ais_target_stderr,
                 "ais_max_chains": ais_max_chains, "max_terms": max_terms,
+                "smc_particles": smc_particles, "smc_runs": smc_runs,
+                "smc_time_budget": None if time_budget is None
+                else time_budget / len(structures),
                 "blrt_replicates": blrt_replicates, "progress": show and workers == 1,
                 "iter_args": {} if max_iter is None else {"max_iter": max_iter}}
     started = time.perf_counter()
@@ -291,14 +308,16 @@ def compare(
     record = {"restarts": restarts, "ais_chains": ais_chains,
               "ais_temperatures": ais_temperatures, "ais_kernel": ais_kernel,
               "ais_target_stderr": ais_target_stderr, "ais_max_chains": ais_max_chains,
-              "ais_schedule": "beal", "exact": exact, "max_terms": float(max_terms),
+              "ais_schedule": "beal", "smc_particles": smc_particles, "smc_runs": smc_runs,
+              "time_budget": time_budget, "exact": exact, "max_terms": float(max_terms),
               "pad_classes": pad_classes, "blrt_replicates": blrt_replicates,
               "max_iter": max_iter, "em_estimator": "ml", "prior": "dirichlet(1)",
               "vbem_starts": "restarts prior draws + one from the EM fit"
               if use_em else "restarts prior draws",
               "model_prior": "uniform"}
     used = seed_record(seed)
-    seeds = {"em": used, "vbem": used, "ais": used, "posterior": used, "effective_dimension": 0}
+    seeds = {"em": used, "vbem": used, "smc": used, "ais": used, "posterior": used,
+             "effective_dimension": 0}
     return Comparison(
         names=tuple(names), structures=tuple(structures), methods=methods,
         fits={k: tuple(v) for k, v in fits.items()}, exact_notes=tuple(notes), data=data,

@@ -15,9 +15,15 @@ after a transition that leaves ``f_{k-1}`` invariant. Every ``w_c`` is an unbias
 ``C`` i.i.d. weights (``sd`` with ``C - 1`` degrees of freedom). ``stderr_bootstrap`` checks it:
 the standard deviation of ``ln Z_hat`` over resamples of the chains (seeded). Both need a few
 chains (``C >= 2``) and understate the error when the weights are so skewed that no chain has
-visited the bulk of the posterior mass; a low ``ess`` (``(sum w)^2 / sum w^2``) warns of that,
-and so does an AIS estimate below a VBEM lower bound (Beal Table 3). ``ln Z_hat`` is biased
-downwards (Jensen), by about ``se^2 / 2`` when ``se`` is small.
+visited the bulk of the posterior mass; a low ``ess`` (``(sum w)^2 / sum w^2``, Kong 1992)
+warns of that, and so does an AIS estimate below a VBEM lower bound (Beal Table 3). ``ln Z_hat``
+is biased downwards (Jensen), by about ``se^2 / 2`` when ``se`` is small.
+
+**No estimate.** With ``ess < NO_ESTIMATE_ESS`` (2) about one chain carries the whole mean:
+``ln Z_hat`` is then that chain's weight less ``ln C``, and ``sd(W)`` the spread of weights
+that carry nothing, so neither measures ``Z`` (issue 29 measured ESS 1-3 of 128 chains at
+``10^4`` rows). :attr:`AISResult.no_estimate` says so and :attr:`AISResult.reason` says why;
+``compare`` then falls back to the next estimate (flag ``ais_no_estimate``).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from ..render import json_value, plural
 
 __all__ = [
     "LOW_ESS_FRACTION",
+    "NO_ESTIMATE_ESS",
     "AISResult",
     "beal_schedule",
     "geometric_schedule",
@@ -46,6 +53,10 @@ BOOTSTRAP_RESAMPLES = 1000
 #: An AIS run whose effective number of chains is below this fraction of its chains is flagged
 #: (:attr:`AISResult.low_ess`; ``compare``'s ``ais_low_ess``).
 LOW_ESS_FRACTION = 0.25
+
+#: An AIS run whose effective number of chains is below this is no estimate
+#: (:attr:`AISResult.no_estimate`; ``compare``'s ``ais_no_estimate``): about one chain carries it.
+NO_ESTIMATE_ESS = 2.0
 
 
 def beal_schedule(temperatures: int, e: float = 0.2) -> np.ndarray:
@@ -166,6 +177,24 @@ class AISResult:
         few chains carry the estimate and its standard error is unreliable."""
         return bool(self.ess < LOW_ESS_FRACTION * self.chains)
 
+    @property
+    def no_estimate(self) -> bool:
+        """The effective number of chains is below :data:`NO_ESTIMATE_ESS`: about one chain
+        carries ``log_evidence``, which is then no estimate, and ``stderr`` no error
+        (module docstring)."""
+        return bool(self.ess < NO_ESTIMATE_ESS)
+
+    @property
+    def reason(self) -> str:
+        """Why ``log_evidence`` is no estimate (:attr:`no_estimate`), with the advice; empty
+        when it is one."""
+        if not self.no_estimate:
+            return ""
+        return (f"ESS {self.ess:.2f} of {plural(self.chains, 'chain')} (below "
+                f"{NO_ESTIMATE_ESS:g}): about one chain carries the estimate, so it is no "
+                "estimate and its standard error means nothing; anneal more slowly (more "
+                "temperatures) or use lcb.smc, whose data tempering mixes at any N")
+
     def to_dict(self) -> dict:
         """JSON-ready dictionary (arrays as lists); :meth:`from_dict` reads it back."""
         return json_value({"method": "ais", **asdict(self)})
@@ -192,15 +221,18 @@ class AISResult:
     def summary(self) -> str:
         """A short printout."""
         quarters = ", ".join(f"{a:.2f}" for a in self.acceptance)
-        return (f"AIS log evidence ln p(y | m) = {self.log_evidence:.4f} "
-                f"+/- {self.stderr:.4f} (bootstrap {self.stderr_bootstrap:.4f})\n"
+        if self.no_estimate:
+            error, note = " (no estimate)", f"\n  no estimate: {self.reason}"
+        else:
+            error = f" +/- {self.stderr:.4f} (bootstrap {self.stderr_bootstrap:.4f})"
+            note = (f"\n  warning: ESS {self.ess:.1f} of {plural(self.chains, 'chain')} is "
+                    f"below {LOW_ESS_FRACTION:.0%}: a few chains carry the estimate and its "
+                    "standard error is unreliable; run more chains (target_stderr) or "
+                    "temperatures" if self.low_ess else "")
+        return (f"AIS log evidence ln p(y | m) = {self.log_evidence:.4f}{error}\n"
                 f"  {plural(self.chains, 'chain')} x {plural(self.temperatures, 'temperature')} "
                 f"({self.schedule} schedule, {self.kernel} kernel), ESS {self.ess:.1f}\n"
-                f"  acceptance by quarter [{quarters}], {self.seconds:.2f} s"
-                + (f"\n  warning: ESS {self.ess:.1f} of {plural(self.chains, 'chain')} is below "
-                   f"{LOW_ESS_FRACTION:.0%}: a few chains carry the estimate and its standard "
-                   f"error is unreliable; run more chains (target_stderr) or temperatures"
-                   if self.low_ess else ""))
+                f"  acceptance by quarter [{quarters}], {self.seconds:.2f} s{note}")
 
     def __repr__(self) -> str:
         return (f"AISResult(log_evidence={self.log_evidence:.4f}, stderr={self.stderr:.4f}, "

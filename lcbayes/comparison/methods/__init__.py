@@ -4,6 +4,7 @@ registers them (in this order, which is the order of the table's columns)::
     bic, bic_e, aic, icl, cs, bicp    scores of one ML EM fit
     abic, caic, entropy, lmr, blrt    what applied LCA papers print (not run by default)
     vbem                              the variational lower bound F (+ ln S)
+    smc                               SMC over the rows + bridge sampling of ln p(y | m)
     ais                               annealed importance sampling of ln p(y | m)
     laplace, laplace_block, laplace_diag, draper, mled, chib
                                       Whiley 1999 ch. 4 (not run by default)
@@ -38,6 +39,7 @@ from . import (
     laplace_diag,
     lmr,
     mled,
+    smc,
     vbem,
 )
 
@@ -45,6 +47,6 @@ __all__ = ["BUILT_IN"]
 
 #: The built-in methods, registered in this order (the order of the table's columns).
 BUILT_IN = tuple(register(m.METHOD) for m in (bic, bic_e, aic, icl, cs, bicp, abic, caic,
-                                               entropy, lmr, blrt, vbem, ais, laplace,
+                                               entropy, lmr, blrt, vbem, smc, ais, laplace,
                                                laplace_block, laplace_diag, draper, mled,
                                                chib, exact))

@@ -1,10 +1,11 @@
 """Annealed importance sampling (Beal & Ghahramani eqs 62-68): ``ais = ln Z_hat`` with its
 delta-method standard error ``ais_stderr`` and effective number of chains ``ais_ess``; the log
-evidence of a row without an exact value, unless flagged ``ais_below_vbem``."""
+evidence of a row without an exact value, unless flagged ``ais_below_vbem`` (too low) or
+``ais_no_estimate`` (about one chain carries it)."""
 
 from __future__ import annotations
 
-from ..flags import AIS_BELOW_VBEM, AIS_LOW_ESS, AIS_OFF_EXACT
+from ..flags import AIS_BELOW_VBEM, AIS_LOW_ESS, AIS_NO_ESTIMATE, AIS_OFF_EXACT
 from ..registry import Column, EvidenceRole, Method
 
 __all__ = ["METHOD"]
@@ -23,8 +24,9 @@ METHOD = Method(
     needs=("ais",),
     columns=(Column("ais", "AIS"), Column("ais_stderr", "AIS s.e.", in_report=False),
              Column("ais_ess", "AIS ESS", in_report=False)),
-    values=_values, ranked="ais", flags=(AIS_BELOW_VBEM, AIS_LOW_ESS, AIS_OFF_EXACT),
+    values=_values, ranked="ais",
+    flags=(AIS_BELOW_VBEM, AIS_LOW_ESS, AIS_NO_ESTIMATE, AIS_OFF_EXACT),
     evidence=EvidenceRole(priority=1, value="ais", stderr="ais_stderr",
-                          vetoed_by=("ais_below_vbem",)),
-    plot=("AIS", "tab:red", "X"))
+                          vetoed_by=("ais_below_vbem", "ais_no_estimate")),
+    plot=("AIS", "tab:red", "X"), default=False)
 

@@ -1,10 +1,12 @@
 """Chib's candidate estimator of ``ln p(y | m)`` (Whiley 1999 §4.2, :func:`lcbayes.chib`):
 Rao-Blackwellised over Gibbs allocations, symmetrised over the ``K!`` labellings, with its
 batch-means standard error ``chib_stderr``; latent class candidates of at most 7 classes. An
-estimate of the log evidence after the exact value and AIS."""
+estimate of the log evidence after the exact value and AIS, unless flagged ``chib_unreliable``
+(the chains disagree or a few draws carry the ordinate: :attr:`lcbayes.ChibResult.reliable`)."""
 
 from __future__ import annotations
 
+from ..flags import CHIB_UNRELIABLE
 from ..registry import Column, EvidenceRole, Method
 
 __all__ = ["METHOD"]
@@ -21,6 +23,7 @@ METHOD = Method(
     name="chib", description="Chib's candidate estimator of ln p(y | m), with its error",
     needs=("chib",),
     columns=(Column("chib", "Chib"), Column("chib_stderr", "Chib s.e.", in_report=False)),
-    values=_values, ranked="chib",
-    evidence=EvidenceRole(priority=1.5, value="chib", stderr="chib_stderr"),
+    values=_values, ranked="chib", flags=(CHIB_UNRELIABLE,),
+    evidence=EvidenceRole(priority=1.5, value="chib", stderr="chib_stderr",
+                          vetoed_by=("chib_unreliable",)),
     plot=("Chib", "tab:purple", "*"), default=False)

@@ -1,0 +1,160 @@
+"""Bridge sampling of ``ln p(y | K)`` from posterior draws of a latent class model.
+
+Meng & Wong (1996) with Frühwirth-Schnatter's (2004, "Estimating marginal likelihoods for
+mixture and Markov switching models using bridge sampling techniques", §3) importance density
+for mixtures: the Rao-Blackwellised posterior, a mixture of the complete-data posteriors of
+``L`` allocation draws ``z_l``, symmetrised over the ``K!`` relabellings ``sigma``,
+
+    q(theta) = 1 / (L K!) sum_l sum_sigma p(sigma(theta) | z_l, y),
+
+``p(theta | z, y) = Dir(pi | delta + N_k) prod_jk Dir(theta_jk | lambda_jk + N_jk)``. Since both
+the weights' and the tables' densities factor over the classes, the inner sum over ``sigma``
+is the permanent of the ``K x K`` matrix ``A[k, c] = p(class c of theta | class k's counts of
+z_l)``; it is computed exactly as a sum over subsets of columns (``K^2 2^K`` terms, every one
+positive, so it stays in log space without cancellation), not over ``K!`` permutations.
+
+With ``p~(theta) = p(y | theta) p(theta)`` (classes summed out) and draws ``theta_i`` from the
+posterior (``n_1``) and ``theta~_j`` from ``q`` (``n_2``; a component, its Dirichlet draws, then a
+uniformly random relabelling), the optimal bridge estimate ``r = p(y | K)`` solves (Meng & Wong
+eq. 4.1, iterated from the importance sampling estimate)::
+
+    r = mean_j [ p~ / (s_1 p~ + s_2 r q) ](theta~_j) / mean_i [ q / (s_1 p~ + s_2 r q) ](theta_i),
+
+``s_i = n_i / (n_1 + n_2)``. The allocation draws and the posterior draws come from different
+particles of one SMC run (:mod:`lcbayes.samplers.smc`), so ``q`` is not fitted to the draws it
+is bridged with; independent runs give independent estimates, whose spread is the error bar
+(:mod:`lcbayes.samplers.smc_result`).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import gammaln, logsumexp
+
+from .gibbs import LCPrior, draw_dirichlets
+from .smc import Particles, pattern_loglik
+
+__all__ = ["BRIDGE_ITERATIONS", "bridge_estimate", "log_permanent", "log_q"]
+
+#: Fixed-point iterations of the bridge equation (it converges in a few dozen).
+BRIDGE_ITERATIONS = 200
+
+
+def _subset_tables(slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """For every subset ``T`` of ``slots`` columns (a bit mask) and column ``c``: ``T`` without
+    ``c``, and whether ``c`` is in ``T``."""
+    subsets = np.arange(2 ** slots)[:, None]
+    bit = 1 << np.arange(slots)[None, :]
+    return (subsets ^ bit).astype(np.int32), (subsets & bit) > 0
+
+
+def log_permanent(log_a: jax.Array) -> jax.Array:
+    """``ln perm(A) = ln sum_sigma prod_k A[k, sigma(k)]`` of a square matrix given as
+    ``ln A`` (``-inf`` allowed), by the sum over subsets: ``f_k(T) = sum_{c in T}
+    f_{k-1}(T - c) A[k, c]`` over the sets ``T`` of ``k`` columns, ``perm = f_K(all)``."""
+    slots = log_a.shape[0]
+    without, member = _subset_tables(slots)
+    f = jnp.full(2 ** slots, -jnp.inf).at[0].set(0.0)
+
+    def row(f, log_row):
+        terms = jnp.where(member, f[without] + log_row[None, :], -jnp.inf)
+        return logsumexp(terms, axis=1), None
+
+    return jax.lax.scan(row, f, log_a)[0][-1]
+
+
+def _log_dirichlet_parts(prior: LCPrior, categories, n_k, n_kjr, k):
+    """Per class slot of one allocation draw: ``(shape - 1)`` of the weights and tables and the
+    log normalisers, on the active slots."""
+    weight_shape = prior.delta + n_k
+    table_shape = jnp.where(categories, prior.lam + n_kjr, 1.0)
+    table_norm = jnp.sum(gammaln(table_shape.sum(-1, where=categories))
+                         - jnp.sum(jnp.where(categories, gammaln(table_shape), 0.0), -1), -1)
+    active = jnp.arange(n_k.shape[0]) < k
+    total = gammaln(jnp.sum(jnp.where(active, weight_shape, 0.0)))
+    return weight_shape - 1.0, table_shape - 1.0, table_norm - gammaln(weight_shape), total
+
+
+def log_q(prior: LCPrior, categories, k, components: Particles, log_weights, log_theta
+          ) -> jax.Array:
+    """``ln q(theta)`` of one point ``(ln pi (S,), ln theta (S, J, R))`` under the symmetrised
+    mixture of the components' complete-data posteriors (module docstring); only the first
+    ``k`` slots are classes (the others are matched to themselves with factor one)."""
+    slots = log_weights.shape[0]
+    active = jnp.arange(slots) < k
+    safe_w = jnp.where(active, log_weights, 0.0)
+    safe_t = jnp.where(categories, log_theta, 0.0)
+    labels = jax.lax.lgamma(k + 1.0)
+
+    def one(n_k, n_kjr):
+        w_shape, t_shape, norm, total = _log_dirichlet_parts(prior, categories, n_k, n_kjr, k)
+        log_a = (w_shape[:, None] * safe_w[None, :]
+                 + jnp.einsum("kjr,cjr->kc", jnp.where(categories, t_shape, 0.0), safe_t)
+                 + norm[:, None])
+        both = active[:, None] & active[None, :]
+        log_a = jnp.where(both, log_a, jnp.where(~active[:, None] & ~active[None, :]
+                                                 & jnp.eye(slots, dtype=bool), 0.0, -jnp.inf))
+        return total + log_permanent(log_a) - labels
+
+    per = jax.vmap(one)(components.n_k, components.n_kjr)
+    return logsumexp(per) - jnp.log(per.shape[0])
+
+
+def _log_prior(prior: LCPrior, categories, k, log_weights, log_theta) -> jax.Array:
+    """``ln p(pi, theta)``: Dirichlet densities (simplex basis) of the active slots."""
+    active = jnp.arange(log_weights.shape[0]) < k
+    zeros_n = jnp.zeros(log_weights.shape)
+    w_shape, t_shape, norm, total = _log_dirichlet_parts(prior, categories, zeros_n,
+                                                         jnp.zeros(log_theta.shape), k)
+    rows = norm + gammaln(w_shape + 1.0) + jnp.sum(
+        jnp.where(categories, t_shape * log_theta, 0.0), axis=(-2, -1))
+    weights = total - jnp.sum(jnp.where(active, gammaln(w_shape + 1.0), 0.0)) + jnp.sum(
+        jnp.where(active, w_shape * log_weights, 0.0))
+    return weights + jnp.sum(jnp.where(active, rows, 0.0))
+
+
+def _draw_q(key, prior: LCPrior, categories, k, components: Particles):
+    """One draw from ``q``: a component, its Dirichlet draws, a random relabelling of the
+    active classes."""
+    slots = prior.delta.shape[0]
+    k_pick, k_dir, k_perm = jax.random.split(key, 3)
+    pick = jax.random.randint(k_pick, (), 0, components.n_k.shape[0])
+    active = jnp.arange(slots) < k
+    log_w, log_t = draw_dirichlets(k_dir, prior.delta + components.n_k[pick],
+                                   prior.lam + components.n_kjr[pick], categories, active)
+    noise = jnp.where(active, jax.random.uniform(k_perm, (slots,)), 2.0 + jnp.arange(slots))
+    relabel = jnp.argsort(noise)
+    return log_w[relabel], log_t[relabel]
+
+
+@partial(jax.jit, static_argnames=("draws",))
+def bridge_estimate(key, one_hot, counts, categories, prior: LCPrior, k, components: Particles,
+                    posterior: Particles, *, draws: int) -> tuple[jax.Array, jax.Array]:
+    """``(ln r, ln IS)``: the bridge estimate of ``ln p(y | K)`` (module docstring) from the
+    allocation counts of ``components`` and the parameters of ``posterior`` (draws from it),
+    with ``draws`` draws from ``q``; and the plain importance sampling estimate from those."""
+    def log_target(log_w, log_t):
+        return (counts @ pattern_loglik(one_hot, categories, log_w, log_t)
+                + _log_prior(prior, categories, k, log_w, log_t))
+
+    def ratio(log_w, log_t):
+        return log_target(log_w, log_t) - log_q(prior, categories, k, components, log_w, log_t)
+
+    q_w, q_t = jax.vmap(lambda key: _draw_q(key, prior, categories, k, components))(
+        jax.random.split(key, draws))
+    l2 = jax.lax.map(lambda p: ratio(*p), (q_w, q_t))
+    l1 = jax.lax.map(lambda p: ratio(*p), (posterior.log_weights, posterior.log_theta))
+    n1, n2 = l1.shape[0], l2.shape[0]
+    log_s1, log_s2 = jnp.log(n1 / (n1 + n2)), jnp.log(n2 / (n1 + n2))
+    log_is = logsumexp(l2) - jnp.log(n2)
+
+    def iterate(log_r, _):
+        num = logsumexp(l2 - jnp.logaddexp(log_s1 + l2, log_s2 + log_r)) - jnp.log(n2)
+        den = logsumexp(-jnp.logaddexp(log_s1 + l1, log_s2 + log_r)) - jnp.log(n1)
+        return num - den, None
+
+    return jax.lax.scan(iterate, log_is, None, length=BRIDGE_ITERATIONS)[0], log_is

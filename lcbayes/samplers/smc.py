@@ -1,0 +1,296 @@
+"""Sequential Monte Carlo over the rows: ``ln p(y | K)`` of a latent class model at any N.
+
+A particle filter for the allocations of a finite mixture with the parameters integrated out
+(Chen & Liu 2000; Fearnhead 2004, "Particle filters for mixture models with an unknown number
+of components"), with the resample-move step of Gilks & Berzuini (2001) / Chopin (2002, IBIS).
+Rows are added one at a time in a random order (drawn from the seed; the estimator is unbiased
+for any order). A particle is the class counts ``N_k``, ``N_kjr`` of the rows added so far;
+adding row ``i`` with values ``y``:
+
+1. **Predict.** The Dirichlet-multinomial predictive of each class (``pi`` and ``theta``
+   integrated out under the Dirichlet prior),
+
+       p_k = (delta + N_k) / (sum_k (delta + N_k)) prod_{j seen} (lambda_jy + N_kjy) /
+             (sum_r lambda_jr + N_kj),
+
+   and the incremental weight ``w = sum_k p_k = p(y_i | z_<i, y_<i)``: a Rao-Blackwellised
+   weight, so particles that agree on the allocations carry equal weights, and an empty class
+   contributes its exact prior predictive (no sampled parameters of empty classes to get
+   stuck, the failure of over-fitted K).
+2. **Estimate.** ``ln Z_hat += ln sum_m W_m w_m`` with the normalised weights ``W``; the product
+   is unbiased for ``Z = p(y | K)`` (Del Moral, Doucet & Jasra 2006, eq. 14).
+3. **Allocate** the row to class ``k`` with probability ``p_k / w`` (the optimal proposal).
+4. **Resample-move** when the effective sample size ``1 / sum W^2`` falls below
+   ``ess_target M`` (and after the last row): systematic resampling, then ``sweeps`` exact
+   data-augmentation Gibbs sweeps at the posterior of the rows added so far (``pi, theta |
+   z`` from their Dirichlet posteriors, then every added row's class given them; the
+   parameters are auxiliary, so the move leaves ``p(z | y_1..n)`` invariant).
+
+Steps 1-3 are a ``lax.scan`` over the rows, vmapped over the particles (a few dozen operations
+on ``(M, S, J, R)`` counts per row). The Gibbs sweep works on the smallest prefix size class
+(``N``, ``N / 4``, ... down to :data:`MIN_PREFIX` rows or more) that holds the rows added, the
+patterns numbered by first occurrence so that a prefix of rows uses a prefix of the patterns;
+within a class the rows are sorted by pattern, so each pattern's class counts come from one
+cumulative sum (no scatter).
+
+After the last resample-move, a few more Gibbs sweeps of the particles at all the rows give
+draws of ``(theta, z)`` from the posterior for the bridge sampling estimator
+(:mod:`lcbayes.samplers.bridge`).
+
+Classes are laid out in ``slots`` (the first ``k`` active), so ``compare``'s candidates
+``K = 1 .. K_max`` can share one compiled program; runs are independent calls of it (keys
+folded from the seed), so :mod:`lcbayes.samplers.smc_result` can give an error bar from their
+spread.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import logsumexp
+
+from ..data import Dataset
+from .gibbs import LCPrior, draw_dirichlets
+
+__all__ = ["MIN_PREFIX", "PREFIX_RATIO", "Particles", "PrefixClass", "SMCData", "run_smc",
+           "smc_data"]
+
+#: Prefix size classes shrink by this factor (module docstring).
+PREFIX_RATIO = 4
+#: Smallest prefix size class, in rows.
+MIN_PREFIX = 256
+
+
+class PrefixClass(NamedTuple):
+    """The first ``n`` rows of the order, sorted by pattern: ``rows (n,)`` their patterns in the
+    order (for the reweighting), ``sorted_rows (n,)`` the patterns sorted, ``position (n,)``
+    each sorted row's place in the order, ``starts``/``ends (P,)`` each pattern's segment of the
+    sorted rows (``P`` the patterns these rows use)."""
+
+    rows: np.ndarray
+    sorted_rows: np.ndarray
+    position: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+
+class SMCData(NamedTuple):
+    """The observed rows in their SMC order.
+
+    Attributes:
+        one_hot: ``(P, J, R)`` one-hot codes of the patterns, numbered by first occurrence in
+            the order (zeros for missing values and padded categories).
+        categories: ``(J, R)`` True where category ``r`` exists for item ``j``.
+        classes: the :class:`PrefixClass` of every size class, largest (all ``N`` rows) first.
+        counts: ``(P,)`` rows per pattern.
+    """
+
+    one_hot: np.ndarray
+    categories: np.ndarray
+    classes: tuple[PrefixClass, ...]
+    counts: np.ndarray
+
+
+def _prefix_class(rows: np.ndarray) -> PrefixClass:
+    position = np.argsort(rows, kind="stable").astype(np.int32)
+    sorted_rows = rows[position]
+    patterns = np.arange(int(rows.max()) + 1)
+    return PrefixClass(rows, sorted_rows, position,
+                       np.searchsorted(sorted_rows, patterns, "left").astype(np.int32),
+                       np.searchsorted(sorted_rows, patterns, "right").astype(np.int32))
+
+
+def smc_data(data: Dataset, rng: np.random.Generator) -> SMCData:
+    """The rows of ``data`` with at least one observed value, in a random order from ``rng``,
+    patterns renumbered by first occurrence, cut into prefix size classes."""
+    cards = np.asarray(data.cardinalities)
+    patterns = np.asarray(data.patterns)
+    index = np.asarray(data.pattern_index)
+    index = index[(patterns >= 0).any(axis=1)[index]]
+    ordered = index[rng.permutation(index.size)]
+    used = ordered[np.sort(np.unique(ordered, return_index=True)[1])]
+    renumber = np.full(patterns.shape[0], -1)
+    renumber[used] = np.arange(used.size)
+    rows = renumber[ordered].astype(np.int32)
+    width = int(cards.max())
+    one_hot = np.zeros((used.size, patterns.shape[1], width))
+    p, j = np.nonzero(patterns[used] >= 0)
+    one_hot[p, j, patterns[used][p, j]] = 1.0
+    sizes = [rows.size]
+    while sizes[-1] // PREFIX_RATIO >= MIN_PREFIX:
+        sizes.append(-(-sizes[-1] // PREFIX_RATIO))
+    return SMCData(one_hot, np.arange(width)[None, :] < cards[:, None],
+                   tuple(_prefix_class(rows[:s]) for s in sizes),
+                   np.bincount(rows, minlength=used.size).astype(np.float64))
+
+
+class Particles(NamedTuple):
+    """``M`` particles: ``log_weights (M, S)`` (``-inf`` on inactive slots), ``log_theta (M, S,
+    J, R)``, and the class counts of the Gibbs step that drew them, ``n_k (M, S)`` and
+    ``n_kjr (M, S, J, R)`` (zeros for prior draws)."""
+
+    log_weights: jax.Array
+    log_theta: jax.Array
+    n_k: jax.Array
+    n_kjr: jax.Array
+
+
+class _Loop(NamedTuple):
+    particles: Particles
+    log_w: jax.Array        # (M,) normalised log weights
+    log_z: jax.Array
+    moves: jax.Array        # resample-move steps so far
+    key: jax.Array
+    history: jax.Array      # (max_moves, 2): rows added before each resampling, their ESS
+
+
+def class_log_lik(one_hot, categories, log_theta) -> jax.Array:
+    """``(P, S)`` ``sum_{j observed} ln theta_jk[y_pj]``."""
+    return jnp.einsum("pjr,kjr->pk", one_hot, jnp.where(categories, log_theta, 0.0))
+
+
+def pattern_loglik(one_hot, categories, log_weights, log_theta) -> jax.Array:
+    """``(P,)`` ``ln p(y_p | pi, theta)`` of one particle, classes summed out."""
+    return logsumexp(log_weights[None, :] + class_log_lik(one_hot, categories, log_theta),
+                     axis=1)
+
+
+def log_predictive(prior: LCPrior, categories, active, n_k, n_kjr, y) -> jax.Array:
+    """``(S,)`` ``ln [p(z = k | z_<i) p(y | z = k, y_<i, z_<i)]`` of one particle's counts for a
+    new row with one-hot values ``y (J, R)`` (zeros where missing): the Dirichlet-multinomial
+    predictive ``(delta + N_k) / (sum delta + n) prod_{j seen} (lambda_jr + N_kjr) /
+    (sum_r lambda_jr + N_kj)``; ``-inf`` on inactive slots."""
+    weight = jnp.log(prior.delta + n_k) - jnp.log(jnp.sum(jnp.where(active, prior.delta + n_k,
+                                                                    0.0)))
+    seen = y.sum(-1)                                                     # (J,)
+    value = jnp.sum(y * jnp.log(prior.lam + n_kjr), axis=-1)              # (S, J)
+    total = jnp.log(jnp.sum(jnp.where(categories, prior.lam + n_kjr, 0.0), axis=-1))
+    return jnp.where(active, weight + jnp.sum(seen * (value - total), axis=-1), -jnp.inf)
+
+
+def _systematic(key, log_w: jax.Array) -> jax.Array:
+    """Systematic resampling indices from log weights."""
+    m = log_w.shape[0]
+    cdf = jnp.cumsum(jax.nn.softmax(log_w))
+    u = (jax.random.uniform(key) + jnp.arange(m)) / m
+    return jnp.minimum(jnp.searchsorted(cdf, u * cdf[-1]), m - 1)
+
+
+def _class_counts(key, one_hot, categories, prefix: PrefixClass, n_included, log_weights,
+                  log_theta) -> tuple[jax.Array, jax.Array]:
+    """The allocation half of the Gibbs sweep for one particle: every row among the first
+    ``n_included`` of the order draws its class given ``(pi, theta)`` (inverse CDF of one
+    uniform); returns the class counts ``n_k (S,)`` and ``n_kjr (S, J, R)`` (each pattern's
+    rows counted from the cumulative sum over its segment of the sorted rows)."""
+    slots = log_weights.shape[0]
+    logits = log_weights[None, :] + class_log_lik(one_hot, categories, log_theta)
+    cdf = jnp.cumsum(jax.nn.softmax(logits, axis=1), axis=1)[prefix.sorted_rows]
+    u = jax.random.uniform(key, prefix.sorted_rows.shape) * cdf[:, -1]
+    z = jnp.minimum((u[:, None] > cdf).sum(axis=1), slots - 1)
+    chosen = jax.nn.one_hot(z, slots) * (prefix.position < n_included)[:, None]
+    cum = jnp.concatenate([jnp.zeros((1, slots)), jnp.cumsum(chosen, axis=0)])
+    n_pk = cum[prefix.ends] - cum[prefix.starts]
+    return n_pk.sum(axis=0), jnp.einsum("pk,pjr->kjr", n_pk, one_hot)
+
+
+def _allocate(index: int, data: SMCData, key, n, particles: Particles) -> Particles:
+    """Every particle's class counts at the first ``n`` rows given its ``(pi, theta)``, on
+    prefix size class ``index`` (which holds them)."""
+    prefix = data.classes[index]
+    one_hot = data.one_hot[:prefix.starts.shape[0]]
+    m = particles.log_weights.shape[0]
+    n_k, n_kjr = jax.vmap(_class_counts, (0, None, None, None, None, 0, 0))(
+        jax.random.split(key, m), one_hot, data.categories, prefix, n, particles.log_weights,
+        particles.log_theta)
+    return particles._replace(n_k=n_k, n_kjr=n_kjr)
+
+
+def _holding(data: SMCData, rows) -> jax.Array:
+    """Index of the smallest prefix size class with at least ``rows`` rows."""
+    bounds = jnp.asarray([c.rows.shape[0] for c in data.classes])
+    return jnp.sum(bounds >= rows) - 1
+
+
+def _draw_parameters(key, prior: LCPrior, categories, active, particles: Particles
+                     ) -> Particles:
+    """The parameter half of the Gibbs sweep: ``pi ~ Dir(delta + N_k)``, ``theta_jk ~
+    Dir(lambda_jk + N_jk)`` for every particle."""
+    log_w, log_t = jax.vmap(draw_dirichlets, (0, 0, 0, None, None))(
+        jax.random.split(key, particles.n_k.shape[0]), prior.delta + particles.n_k,
+        prior.lam + particles.n_kjr, categories, active)
+    return particles._replace(log_weights=log_w, log_theta=log_t)
+
+
+@partial(jax.jit, static_argnames=("particles", "sweeps", "max_moves", "draws"))
+def run_smc(key, data: SMCData, prior: LCPrior, k, ess_target, *, particles: int, sweeps: int,
+            max_moves: int, draws: int) -> tuple[jax.Array, jax.Array, jax.Array, Particles]:
+    """One SMC run (module docstring) from ``key``: ``(ln Z_hat, resample-move steps, history,
+    posterior draws)``; the history is ``(max_moves, 2)`` rows ``(rows added, ESS)`` at each
+    resampling, zeros after the last. Past ``max_moves`` resamplings the particles are still
+    resampled but no longer moved (the estimate stays unbiased, its error grows). The posterior
+    draws are ``draws`` further Gibbs sweeps of the final particles at all the rows, stacked
+    (``(draws, M, ...)``): each a parameter draw with the class counts it was drawn from."""
+    rows = data.classes[0].rows
+    total = rows.shape[0]
+    slots = prior.delta.shape[0]
+    active = jnp.arange(slots) < k
+    log_target = jnp.log(ess_target * particles)
+    table_shape = (particles, *prior.lam.shape)
+    start = _Loop(Particles(jnp.zeros((particles, slots)), jnp.zeros(table_shape),
+                            jnp.zeros((particles, slots)), jnp.zeros(table_shape)),
+                  jnp.full(particles, -jnp.log(particles)), jnp.asarray(0.0), jnp.asarray(0),
+                  key, jnp.zeros((max_moves, 2)))
+    allocations = [partial(_allocate, i, data) for i in range(len(data.classes))]
+    predictive = jax.vmap(log_predictive, (None, None, None, 0, 0, None))
+
+    def sweep(n, particles, key):
+        k_par, k_rows = jax.random.split(key)
+        particles = _draw_parameters(k_par, prior, data.categories, active, particles)
+        return jax.lax.switch(_holding(data, n), allocations, k_rows, n, particles)
+
+    def resample_move(loop: _Loop, n) -> _Loop:
+        key, k_resample, k_move = jax.random.split(loop.key, 3)
+        ess = jnp.exp(-logsumexp(2.0 * loop.log_w))
+        chosen = _systematic(k_resample, loop.log_w)
+        moved = jax.tree.map(lambda a: a[chosen], loop.particles)
+        keys = jax.random.split(k_move, sweeps)
+        for s in range(sweeps):   # a few sweeps: unrolled
+            moved = jax.lax.cond(loop.moves < max_moves, sweep, lambda n, p, k: p, n, moved,
+                                 keys[s])
+        slot = jnp.minimum(loop.moves, max_moves - 1)
+        return loop._replace(particles=moved, log_w=jnp.full(particles, -jnp.log(particles)),
+                             moves=loop.moves + 1, key=key,
+                             history=loop.history.at[slot].set(jnp.stack([n * 1.0, ess])))
+
+    def add_row(loop: _Loop, i) -> tuple[_Loop, None]:
+        y = data.one_hot[rows[i]]
+        key, k_z = jax.random.split(loop.key)
+        log_pred = predictive(prior, data.categories, active, loop.particles.n_k,
+                              loop.particles.n_kjr, y)
+        log_inc = logsumexp(log_pred, axis=1)
+        log_w = loop.log_w + log_inc
+        log_z = loop.log_z + logsumexp(log_w)
+        z = jax.random.categorical(k_z, log_pred)
+        add = jax.nn.one_hot(z, slots)
+        grown = loop.particles._replace(n_k=loop.particles.n_k + add,
+                                        n_kjr=loop.particles.n_kjr + add[:, :, None, None] * y)
+        loop = loop._replace(particles=grown, log_w=log_w - logsumexp(log_w), log_z=log_z,
+                             key=key)
+        low = 2.0 * logsumexp(loop.log_w) - logsumexp(2.0 * loop.log_w) < log_target
+        return jax.lax.cond(low | (i == total - 1), resample_move, lambda loop, n: loop,
+                            loop, i + 1), None
+
+    end = jax.lax.scan(add_row, start, jnp.arange(total))[0]
+
+    def posterior_draw(particles, key):
+        k_par, k_rows = jax.random.split(key)
+        drawn = _draw_parameters(k_par, prior, data.categories, active, particles)
+        return _allocate(0, data, k_rows, total, drawn), drawn
+
+    kept = jax.lax.scan(posterior_draw, end.particles,
+                        jax.random.split(jax.random.fold_in(end.key, 1), draws))[1]
+    return end.log_z, end.moves, end.history, kept

@@ -1,0 +1,140 @@
+"""SMC with data tempering and bridge sampling (lcb.smc): exact at one class, within the error of
+the exact evidence on small enumerable problems (missing values too), the permanent behind the
+symmetrised importance density, the run statistics' honest failures, reproducibility, the
+JSON form and refused arguments."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import jax
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+import lcbayes as lcb
+from lcbayes.samplers.bridge import log_permanent
+from lcbayes.samplers.smc import MIN_PREFIX, smc_data
+from lcbayes.samplers.smc_result import MAX_RUN_SD, run_statistics
+
+
+def _small(n_rows: int = 40, seed: int = 4, missing: float = 0.0) -> lcb.Dataset:
+    template = lcb.Dataset.from_codes(np.array([[0, 0, 0, 0], [1, 1, 1, 1]]))
+    model = lcb.latent_class(template, 2)
+    return lcb.simulate(model, lcb.random_params(model, seed=seed), n_rows, seed=seed,
+                        missing=missing)
+
+
+def test_log_permanent_equals_the_sum_over_permutations():
+    rng = np.random.default_rng(0)
+    for k in range(1, 6):
+        log_a = rng.normal(scale=5.0, size=(k, k))
+        log_a[0, -1] = -np.inf
+        brute = logsumexp([sum(log_a[i, p[i]] for i in range(k))
+                           for p in itertools.permutations(range(k))])
+        assert float(log_permanent(log_a)) == pytest.approx(brute, abs=1e-10)
+
+
+def test_rows_are_ordered_with_patterns_numbered_by_first_occurrence():
+    data = _small(n_rows=1100, missing=0.1)
+    ordered = smc_data(data, np.random.default_rng(1))
+    rows = ordered.classes[0].rows
+    assert rows.size == int((data.patterns[data.pattern_index] >= 0).any(axis=1).sum())
+    first = np.array([np.argmax(rows == p) for p in range(ordered.one_hot.shape[0])])
+    assert np.all(np.diff(first) > 0)
+    assert [c.rows.size for c in ordered.classes] == [rows.size, -(-rows.size // 4)]
+    assert -(-rows.size // 4) // 4 < MIN_PREFIX
+    for prefix in ordered.classes:  # each prefix class: its rows, sorted by pattern
+        np.testing.assert_array_equal(prefix.rows, rows[:prefix.rows.size])
+        np.testing.assert_array_equal(prefix.sorted_rows, prefix.rows[prefix.position])
+        counts = prefix.ends - prefix.starts
+        np.testing.assert_array_equal(counts, np.bincount(prefix.rows))
+    np.testing.assert_array_equal(ordered.counts, np.bincount(rows))
+
+
+def test_one_class_bridge_is_exact_and_smc_is_within_its_error():
+    # one class: the complete-data posterior is the posterior, so q is exact
+    data = _small(n_rows=200)
+    structure = lcb.latent_class(data, 1)
+    exact = lcb.exact_evidence(structure, data).log_evidence
+    result = lcb.smc(structure, data, particles=64, runs=4, seed=0)
+    assert result.bridge_log_evidence == pytest.approx(exact, abs=1e-8)
+    assert abs(result.smc_log_evidence - exact) < 3 * result.smc_stderr + 0.05
+    assert result.agree and result.smc_reason == "" and result.bridge_reason == ""
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.15])
+def test_two_classes_agree_with_the_exact_evidence(missing):
+    data = _small(n_rows=30, missing=missing)
+    structure = lcb.latent_class(data, 2)
+    exact = lcb.exact_evidence(structure, data, max_terms=1e9).log_evidence
+    result = lcb.smc(structure, data, particles=128, runs=4, seed=1)
+    assert abs(result.bridge_log_evidence - exact) < 3 * result.bridge_stderr + 0.05
+    assert abs(result.smc_log_evidence - exact) < 3 * result.smc_stderr + 0.05
+    assert 0 < result.bridge_stderr < 0.2
+    assert np.all(result.run_steps > 0) and result.runs == 4
+
+
+def test_padding_the_classes_keeps_the_estimator():
+    data = _small(n_rows=30)
+    structure = lcb.latent_class(data, 2)
+    exact = lcb.exact_evidence(structure, data, max_terms=1e9).log_evidence
+    padded = lcb.smc(structure, data, particles=128, runs=4, seed=2, pad_classes=4)
+    assert abs(padded.bridge_log_evidence - exact) < 3 * padded.bridge_stderr + 0.05
+    assert padded.settings["pad_classes"] == 4
+
+
+def test_same_seed_same_numbers_and_json_round_trip():
+    data = _small(n_rows=60)
+    structure = lcb.latent_class(data, 2)
+    first = lcb.smc(structure, data, particles=32, runs=2, seed=5)
+    second = lcb.smc(structure, data, particles=32, runs=2, seed=5)
+    np.testing.assert_array_equal(first.run_smc, second.run_smc)
+    np.testing.assert_array_equal(first.run_bridge, second.run_bridge)
+    back = lcb.SMCResult.from_dict(json.loads(json.dumps(first.to_dict())))
+    np.testing.assert_array_equal(back.run_smc, first.run_smc)
+    assert back.log_evidence == first.log_evidence and back.seed == 5
+    assert list(first.to_frame().columns) == ["run", "smc", "bridge", "steps", "seconds"]
+    assert "bridge sampling" in first.summary()
+    key = jax.random.key(3)
+    assert lcb.smc(structure, data, particles=32, runs=2, seed=key).run_smc.size == 2
+
+
+def test_run_statistics_refuse_too_few_runs_and_a_wide_spread():
+    value, se, reason = run_statistics(np.array([-10.0, -np.inf]), pooled=True)
+    assert math.isnan(value) and math.isnan(se) and "1 finished run" in reason
+    wide = np.array([-10.0, -10.0 - 2 * MAX_RUN_SD])   # sd = sqrt(2) MAX_RUN_SD
+    value, se, reason = run_statistics(wide, pooled=False)
+    assert math.isnan(value) and "standard deviation" in reason
+    value, se, reason = run_statistics(np.array([-10.0, -10.2, -9.9, -10.1]), pooled=False)
+    assert reason == "" and value == pytest.approx(-10.05)
+    # the t-scaled standard error: sd / sqrt(R) * t_3(0.975) / 1.96
+    assert se == pytest.approx(np.std([-10.0, -10.2, -9.9, -10.1], ddof=1) / 2 * 3.182 / 1.96,
+                               rel=1e-3)
+    value, _, _ = run_statistics(np.array([-1.0, -1.5]), pooled=True)
+    assert value == pytest.approx(math.log((math.exp(-1) + math.exp(-1.5)) / 2))
+
+
+def test_a_time_budget_stops_the_runs():
+    data = _small(n_rows=60)
+    structure = lcb.latent_class(data, 2)
+    result = lcb.smc(structure, data, particles=16, runs=50, time_budget=1e-3, seed=0)
+    assert result.runs == 2 and result.settings["stopped"] == "time_budget"
+
+
+def test_bad_arguments_are_refused():
+    data = _small()
+    structure = lcb.latent_class(data, 2)
+    tree = lcb.hlc(data, {"H": ["X1", "X2", "X3", "X4"]}, {"H": 2})
+    with pytest.raises(lcb.ArgumentError, match="latent class models"):
+        lcb.smc(tree, data)
+    with pytest.raises(lcb.ArgumentError, match="runs"):
+        lcb.smc(structure, data, runs=1)
+    with pytest.raises(lcb.ArgumentError, match="ess_target"):
+        lcb.smc(structure, data, ess_target=1.0)
+    with pytest.raises(lcb.ArgumentError, match="pad_classes"):
+        lcb.smc(structure, data, pad_classes=1)
+    with pytest.raises(lcb.ArgumentError, match="same prior for every class"):
+        lcb.smc(structure, data, prior={"class": np.array([1.0, 2.0])})
