@@ -42,6 +42,8 @@ __all__ = ["BRIDGE_ITERATIONS", "bridge_estimate", "log_permanent", "log_q"]
 
 #: Fixed-point iterations of the bridge equation (it converges in a few dozen).
 BRIDGE_ITERATIONS = 200
+#: Points whose ``ln q`` are computed at once: about this many subset terms per batch.
+BATCH_TERMS = 2 ** 22
 
 
 def _subset_tables(slots: int) -> tuple[np.ndarray, np.ndarray]:
@@ -146,8 +148,11 @@ def bridge_estimate(key, one_hot, counts, categories, prior: LCPrior, k, compone
 
     q_w, q_t = jax.vmap(lambda key: _draw_q(key, prior, categories, k, components))(
         jax.random.split(key, draws))
-    l2 = jax.lax.map(lambda p: ratio(*p), (q_w, q_t))
-    l1 = jax.lax.map(lambda p: ratio(*p), (posterior.log_weights, posterior.log_theta))
+    slots = prior.delta.shape[0]
+    batch = max(1, BATCH_TERMS // (components.n_k.shape[0] * slots * 2 ** slots))
+    l2 = jax.lax.map(lambda p: ratio(*p), (q_w, q_t), batch_size=batch)
+    l1 = jax.lax.map(lambda p: ratio(*p), (posterior.log_weights, posterior.log_theta),
+                     batch_size=batch)
     n1, n2 = l1.shape[0], l2.shape[0]
     log_s1, log_s2 = jnp.log(n1 / (n1 + n2)), jnp.log(n2 / (n1 + n2))
     log_is = logsumexp(l2) - jnp.log(n2)
