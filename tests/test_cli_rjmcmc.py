@@ -1,8 +1,10 @@
 """The ``lcbayes rjmcmc`` command: JSON contract, plain output, report, warnings (each once),
-errors, reproducibility.
+errors, reproducibility, and the evidence route run when the chains do not mix in K.
 
 Every successful run uses the same data shape, chain count, number of draws and class limit,
-so the sampler compiles once for the whole file (seeds and warm-up are traced arguments).
+so the sampler compiles once for the whole file (seeds and warm-up are traced arguments). The
+runs that are not about the evidence route turn it off (``--evidence no``: 2 x 150 draws never
+mix in K); those that are use one seed, so the comparison behind it compiles once too.
 """
 
 from __future__ import annotations
@@ -16,9 +18,13 @@ import numpy as np
 import pytest
 
 from lcbayes.cli import main
+from lcbayes.cli.evidence_route import MIN_SHARE, upper_classes, wanted
+from lcbayes.samplers.results import KMixing
 
-#: Settings shared by every successful run (one compiled sampler).
-SETTINGS = ("--max-classes", "4", "--draws", "150", "--warmup", "50", "--chains", "2")
+#: The sampler's settings of every successful run (one compiled sampler).
+SAMPLER = ("--max-classes", "4", "--draws", "150", "--warmup", "50", "--chains", "2")
+#: ... with the evidence route off, for the tests of the sampler's own output.
+SETTINGS = (*SAMPLER, "--evidence", "no")
 #: Sweeps per chain: the warm-up plus one per kept draw (thin 1).
 SWEEPS = 50 + 150
 MOVES = ("split", "merge", "birth", "death")
@@ -80,7 +86,8 @@ def test_json_is_one_object_with_the_documented_fields(json_run):
     assert {"posterior_k", "prior_k", "modal_k", "acceptance", "proposed", "k_diagnostics",
             "k_mixing", "diagnostics", "relabelling", "seconds", "sampler_seconds", "n_rows",
             "n_patterns", "columns", "seed", "draws", "warmup", "chains", "thin",
-            "max_classes"} <= set(result)
+            "max_classes", "evidence"} <= set(result)
+    assert result["evidence"] is None  # --evidence no
     assert (result["n_rows"], result["seed"], result["draws"], result["warmup"],
             result["chains"], result["thin"], result["max_classes"]) == (120, 3, 150, 50, 2, 1, 4)
     assert result["columns"] == ["a", "b", "c", "d"] and result["n_patterns"] <= 16
@@ -272,3 +279,156 @@ def test_report_path_that_is_a_folder_exits_two_before_sampling(capsys, two_clas
 def test_missing_file_exits_two(capsys, tmp_path):
     status, out, err = _run(capsys, "rjmcmc", str(tmp_path / "absent.csv"))
     assert status == 2 and out == "" and "no such file" in err and err.count("\n") == 1
+
+
+# ---------------------------------------------------------------------- the evidence route
+#: The settings of every run of the evidence route: one seed, so the same K are compared and
+#: the comparison compiles once, and a time budget spent at once, so that every K gets the
+#: fewest SMC runs (two) whatever the machine's speed: the same table every time.
+ROUTE_SEED = ("--seed", "3", "--time-budget", "0.01", "--smc-particles", "32")
+
+
+@pytest.fixture(scope="module")
+def route_json(two_class_csv):
+    """One ``--json`` run with the default ``--evidence auto`` (module scope): the result."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        status = main(["rjmcmc", str(two_class_csv), *SAMPLER, *ROUTE_SEED, "--json"])
+    assert status == 0, stderr.getvalue()
+    return json.loads(stdout.getvalue())
+
+
+def test_a_sampler_that_does_not_mix_runs_the_evidence_route(route_json):
+    result = route_json
+    assert result["k_mixing"]["reliable"] is False  # 2 x 150 draws: far too few to mix in K
+    route = result["evidence"]
+    assert route["reason"] == "the sampler's posterior of K is not reliable"
+    assert route["methods"] == ["bic", "vbem", "smc"] and route["believe"] == "evidence"
+    shares = {int(k): p for k, p in result["posterior_k"].items()}
+    upper = upper_classes(shares, 4)
+    assert route["classes"] == list(range(1, upper + 1))
+    assert [row["K"] for row in route["rows"]] == route["classes"]
+    posterior = [row["posterior"] for row in route["rows"]]
+    assert sum(posterior) == pytest.approx(1.0)
+    for row in route["rows"]:
+        assert row["posterior_low"] <= row["posterior"] <= row["posterior_high"]
+        assert row["sampler_posterior"] == pytest.approx(result["posterior_k"][str(row["K"])])
+        assert np.isfinite(row["log_evidence"]) and row["evidence_method"] != "none"
+    # two well-separated classes: the evidences put K = 1 far below K = 2
+    assert posterior[0] < 1e-6 and posterior[1] > 0.2
+    # the table is the comparison's, whose uniform prior of K is the sampler's here
+    rows = route["comparison"]["rows"]
+    assert [r["name"] for r in rows] == [f"LC({k})" for k in route["classes"]]
+    assert [r["posterior_prob"] for r in rows] == pytest.approx(posterior)
+    settings = route["comparison"]["metadata"]["settings"]
+    assert (settings["time_budget"], settings["smc_particles"]) == (0.01, 32)  # passed on
+    assert "Believe the evidences, not the sampler" in route["verdict"]
+    assert "believe the posterior of K from the evidences" in result["k_mixing"]["warning"]
+
+
+def test_the_evidence_route_is_printed_beside_the_sampler_and_says_what_to_believe(
+        capsys, two_class_csv, route_json):
+    status, out, err = _run(capsys, "rjmcmc", str(two_class_csv), *SAMPLER, *ROUTE_SEED)
+    assert status == 0
+    upper = route_json["evidence"]["classes"][-1]
+    assert f"Posterior of K from the evidences (K = 1..{upper}; bic, vbem, smc;" in out
+    assert out.index("Posterior of the number of classes K:") < out.index("from the evidences")
+    table = re.findall(r"^ +(\d) +-[\d.]+ +\S+ +(\w+) +([\d.]+) \[([\d.]+), ([\d.]+)\] +"
+                       r"([\d.]+)", out, re.MULTILINE)
+    assert [int(row[0]) for row in table] == list(range(1, upper + 1))
+    for (_, method, p, low, high, sampler), row in zip(table, route_json["evidence"]["rows"],
+                                                       strict=True):
+        assert method == row["evidence_method"]
+        assert float(p) == pytest.approx(row["posterior"], abs=6e-4)
+        assert float(low) <= float(p) <= float(high)
+        assert float(sampler) == pytest.approx(row["sampler_posterior"], abs=6e-4)
+    verdict = " ".join(out[out.index("Believe the evidences"):].split())
+    assert "did not mix between numbers of classes" in verdict
+    assert "At 120 rows the evidence of each K, which needs no mixing, is the route that holds" \
+        in verdict
+    (line,) = [line for line in err.splitlines() if "did not mix" in line]
+    assert f"believe the posterior of K from the evidences of K = 1..{upper}" in line
+    assert "lcbayes compare " not in line  # it ran: nothing left to suggest
+
+
+def test_evidence_no_prints_only_the_warning_as_before(capsys, two_class_csv):
+    status, out, err = _run(capsys, "rjmcmc", str(two_class_csv), *SAMPLER, "--seed", "3",
+                            "--evidence", "no")
+    assert status == 0
+    assert "from the evidences" not in out and "Believe" not in out
+    (line,) = [line for line in err.splitlines() if "did not mix" in line]
+    assert "--draws " in line and f"lcbayes compare {two_class_csv} --classes 1-4" in line
+
+
+def test_evidence_yes_runs_the_route_and_says_it_was_asked_for(capsys, two_class_csv,
+                                                               route_json):
+    status, out, _ = _run(capsys, "rjmcmc", str(two_class_csv), *SAMPLER, *ROUTE_SEED,
+                          "--evidence", "yes", "--json")
+    assert status == 0
+    route = json.loads(out)["evidence"]
+    assert route["reason"] == "asked (--evidence yes)"
+    assert route["rows"] == route_json["evidence"]["rows"]  # the same seed, the same table
+
+
+def _verdict(reliable: bool, ceiling: float = 0.0) -> KMixing:
+    """A mixing verdict: chains that mixed in K (``reliable``) or did not."""
+    return KMixing(r_hat=1.0 if reliable else 1.3, ess_bulk=400.0 if reliable else 10.0,
+                   split=0.1, merge=0.1, draws=1000, max_classes=6, ceiling_share=ceiling,
+                   ceiling_rising=True)
+
+
+@pytest.mark.parametrize(("mode", "verdict", "runs"), [
+    ("auto", _verdict(reliable=True), False), ("auto", _verdict(reliable=False), True),
+    ("auto", _verdict(reliable=True, ceiling=0.9), True),  # mixed, but piled at the bound
+    ("yes", _verdict(reliable=True), True), ("yes", _verdict(reliable=False), True),
+    ("no", _verdict(reliable=False), False), ("no", _verdict(reliable=True, ceiling=0.9), False),
+])
+def test_when_the_route_runs(mode, verdict, runs):
+    assert wanted(mode, verdict) is runs
+
+
+@pytest.mark.parametrize(("shares", "upper"), [
+    ({1: 0.0, 2: 0.9, 3: 0.1, 4: 0.0}, 4),
+    ({1: 0.0, 2: 1.0 - MIN_SHARE / 2, 3: MIN_SHARE / 2, 4: 0.0}, 3),  # a stray visit to 3
+    ({1: 1.0, 2: 0.0, 3: 0.0, 4: 0.0}, 2),  # at least K = 1 and 2
+    ({1: 0.0, 2: 0.0, 3: 0.1, 4: 0.9}, 4),  # piled at the bound: no more than max_classes
+])
+def test_the_route_compares_one_k_beyond_what_the_sampler_saw(shares, upper):
+    assert upper_classes(shares, 4) == upper
+
+
+def test_the_warning_points_to_the_evidences_when_they_were_computed():
+    verdict = _verdict(reliable=False)
+    assert "lcbayes compare d.csv --classes 1-6" in verdict.warning("d.csv")
+    pointed = verdict.warning("d.csv", evidence_classes=5)
+    assert "believe the posterior of K from the evidences of K = 1..5" in pointed
+    assert f"rerun with --draws {verdict.suggested_draws}" in pointed
+    assert "compare" not in pointed
+    assert _verdict(reliable=True).warning("d.csv", evidence_classes=5) is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--time-budget", "0"], "--time-budget must be a positive number of seconds"),
+        (["--time-budget", "nan"], "--time-budget must be a positive number of seconds"),
+        (["--time-budget", "5", "--evidence", "no"], "--evidence no turns off"),
+        (["--smc-particles", "3"], "--smc-particles must be at least 4, got 3"),
+        (["--smc-particles", "64", "--evidence", "no"], "--smc-particles is for the evidence"),
+    ],
+)
+def test_bad_route_options_are_one_line_and_status_two_before_sampling(capsys, two_class_csv,
+                                                                       argv, message):
+    status, out, err = _run(capsys, "rjmcmc", str(two_class_csv), *argv)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("value", ["maybe", "YES", ""])
+def test_bad_evidence_choice_exits_two_naming_the_choices(capsys, two_class_csv, value):
+    with pytest.raises(SystemExit) as stop:
+        main(["rjmcmc", str(two_class_csv), "--evidence", value])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument --evidence: invalid choice: '{value}'" in err
+    assert re.search(r"choose from '?auto'?, '?yes'?, '?no'?", err)  # quoted or not

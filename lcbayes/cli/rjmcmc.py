@@ -1,14 +1,23 @@
 """``lcbayes rjmcmc DATA.csv [--sampler rjmcmc|allocation] [--max-classes K] [--draws N]
 [--warmup N] [--chains C] [--heats H] [--seed S] [--prior-k uniform|poisson]
-[--relabel stephens|ecr|pivot|constraint] [--report out.html] [--markdown out.md] [--json]``:
+[--relabel stephens|ecr|pivot|constraint] [--evidence auto|yes|no] [--time-budget SECONDS]
+[--smc-particles P] [--report out.html] [--markdown out.md] [--json]``:
 sample the posterior over the number of classes ``K = 1 .. max_classes`` and the parameters by
 reversible jump (:func:`lcbayes.rjmcmc`) or by the collapsed allocation sampler with ``--heats``
 tempered replicas per chain (``--sampler allocation``, :func:`lcbayes.allocation_sampler`),
 with the sampler's defaults for the options left out, relabel the draws with the most visited
 ``K`` and summarise them with ArviZ (:func:`lcbayes.diagnostics`: R-hat, bulk and tail ESS).
 
-It prints the posterior of ``K``, the acceptance rate of every move type and the summary table,
-or with ``--json`` one object (:func:`rjmcmc_summary`): ``posterior_k`` and ``prior_k`` as
+It prints the posterior of ``K``, the acceptance rate of every move type and the summary table.
+When the sampler's posterior of ``K`` cannot be believed (the chains did not mix between numbers
+of classes, or piled at ``--max-classes``: :attr:`~lcbayes.samplers.results.KMixing.reliable`),
+it says so plainly and runs the route that holds at that size (:mod:`.evidence_route`):
+``lcbayes compare`` of ``K = 1 ..`` (one more than the largest ``K`` the sampler visited, at
+most ``--max-classes``) by BIC, VBEM and SMC, whose evidences give ``p(K | y)`` with 95%
+intervals, printed beside the sampler's with which one to believe. ``--evidence yes`` runs it
+always, ``no`` never; ``--time-budget`` and ``--smc-particles`` are passed on to ``compare``.
+
+With ``--json`` it prints one object (:func:`rjmcmc_summary`): ``posterior_k`` and ``prior_k`` as
 ``{"K": probability}`` (JSON object keys are strings: ``"1"`` .. ``"max_classes"``),
 ``modal_k``, ``sampler``, ``heats`` (allocation sampler, else ``null``), ``acceptance``
 (``{move: rate}``: split, merge, birth, death, or eject, absorb, swap; ``null`` for a move
@@ -16,18 +25,25 @@ never proposed) and
 ``proposed`` (``{move: count}``), ``k_diagnostics`` (R-hat and ESS of the trace of ``k``),
 ``k_mixing`` (:meth:`lcbayes.samplers.results.KMixing.to_dict`: ``r_hat``, ``ess_bulk``,
 ``split``, ``merge``, ``mixed``, ``suggested_draws``, ``ceiling_share``, ``ceiling_rising``,
-``at_ceiling`` and ``warning``), ``diagnostics`` (R-hat/ESS
+``at_ceiling``, ``reliable`` and ``warning``), ``diagnostics`` (R-hat/ESS
 summary after relabelling on ``modal_k``: ``max_rhat``, ``min_ess_bulk``, ``flagged`` and the
 table ``summary``, classes numbered from 1), ``relabelling``, ``seconds``, ``sampler_seconds``,
 ``n_rows``, ``n_patterns``, ``columns``, ``seed``, ``draws``, ``warmup``, ``chains``, ``thin``,
-``max_classes``. ``--report`` writes the diagnostics (settings with the data's name, tables,
-figures, versions) as one self-contained HTML file, ``--markdown`` as Markdown with PNG figures.
+``max_classes``, and ``evidence``: ``null`` when the evidence route did not run, else
+:meth:`~.evidence_route.EvidenceRoute.to_dict` (``reason``, ``classes``, ``methods``,
+``believe``, ``verdict``, ``rows`` per ``K`` with ``log_evidence``, ``log_evidence_stderr``,
+``evidence_method``, ``posterior``, ``posterior_low``, ``posterior_high``,
+``sampler_posterior`` and ``flags``, ``unmeasured_note``, ``edge_note``, ``prior_note``,
+``seconds`` and the whole ``comparison``, as ``lcbayes compare --json`` prints it). ``--report``
+writes the diagnostics (settings with the data's name, tables, figures, versions) as one
+self-contained HTML file, ``--markdown`` as Markdown with PNG figures.
 
 Warnings go to stderr, each once: the R-hat flag (the worst parameters and a count) and, when
 the chains did not move between numbers of classes, one line with the R-hat and ESS of ``k``,
 the split/merge acceptance, a ``--draws`` to rerun with and the ``lcbayes compare`` command
-that needs no mixing, and, when the posterior of ``K`` is still rising at ``--max-classes``, a
-larger bound to rerun with (:class:`~lcbayes.samplers.results.KMixing`).
+that needs no mixing (with the evidence route run: the pointer to its posterior), and, when
+the posterior of ``K`` is still rising at ``--max-classes``, a larger bound to rerun with
+(:class:`~lcbayes.samplers.results.KMixing`).
 """
 
 from __future__ import annotations
@@ -47,6 +63,7 @@ from ..samplers.allocation import allocation_sampler
 from ..samplers.relabelling import METHODS as RELABEL_METHODS
 from ..samplers.results import KMixingWarning
 from ..samplers.rjmcmc import rjmcmc
+from . import evidence_route as route
 from .common import (
     UsageError,
     add_data_arguments,
@@ -104,6 +121,7 @@ def add_parser(sub) -> None:
                          "(default 1)")
     rj.add_argument("--relabel", default="stephens", choices=list(RELABEL_METHODS),
                     help="relabelling before the diagnostics (default stephens)")
+    route.add_arguments(rj)
     rj.add_argument("--report", help="write the diagnostics as a self-contained HTML file here")
     rj.add_argument("--markdown", help="write the diagnostics as Markdown here (PNG figures "
                                        "beside it)")
@@ -178,16 +196,12 @@ def _text(out: dict, diag: Diagnostics, path: str) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
+def _sample(args: argparse.Namespace, data: Dataset) -> tuple[RJMCMCResult, Diagnostics]:
+    """Run the sampler of ``--sampler`` and diagnose its draws (the mixing advice is left to
+    :func:`run`, which words it for the command line)."""
     from ..samplers.diagnostics import diagnostics  # ArviZ and matplotlib: only when run
 
-    start = time.perf_counter()
-    check_output(args.report, "--report")
-    check_output(args.markdown, "--markdown")
-    if args.prior is not None and not (np.isfinite(args.prior) and args.prior > 0):
-        raise UsageError(f"--prior must be a positive number, got {args.prior}")
-    data = read_data(args)
-    with warnings.catch_warnings():  # the mixing advice is worded for the command line below
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", KMixingWarning)
         options = engine_options(args, draws="draws", warmup="warmup")
         if args.sampler == "allocation":
@@ -198,9 +212,18 @@ def run(args: argparse.Namespace) -> int:
             data, max_classes=args.max_classes, chains=args.chains, prior_k=args.prior_k,
             seed=args.seed, prior="dirichlet" if args.prior is None else args.prior,
             thin=args.thin, **options)
-        diag = diagnostics(result, relabel_method=args.relabel)
-    if warning := diag.mixing_warning(args.data):
-        warnings.warn(warning, KMixingWarning, stacklevel=1)
+        return result, diagnostics(result, relabel_method=args.relabel)
+
+
+def run(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    check_output(args.report, "--report")
+    check_output(args.markdown, "--markdown")
+    if args.prior is not None and not (np.isfinite(args.prior) and args.prior > 0):
+        raise UsageError(f"--prior must be a positive number, got {args.prior}")
+    route.check_arguments(args)
+    data = read_data(args)
+    result, diag = _sample(args, data)
     name = Path(args.data).name
     try:
         if args.report is not None:
@@ -210,11 +233,23 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write the report: {exc}") from None
     out = rjmcmc_summary(result, diag, data, args.data)
+    evidence = None
+    if route.wanted(args.evidence, diag.k_mixing):
+        evidence = route.evidence_route(data, args, diag.k_mixing, result.posterior_k,
+                                        {int(k): p for k, p in out["prior_k"].items()})
+    warning = diag.k_mixing.warning(
+        args.data, evidence_classes=evidence.classes[-1] if evidence else None)
+    if warning:
+        warnings.warn(warning, KMixingWarning, stacklevel=1)
+    out["k_mixing"]["warning"] = warning  # pointing to the evidences when they ran
+    out["evidence"] = evidence.to_dict() if evidence else None
     out["seconds"] = time.perf_counter() - start
     if args.json:
         print(json.dumps(out))
     else:
         print(_text(out, diag, args.data))
+        if evidence:
+            print("\n" + evidence.text())
         for path in (args.report, args.markdown):
             if path is not None:
                 print(f"wrote {path}")

@@ -1,7 +1,9 @@
 """How well chains over the number of classes mixed (reversible jump, allocation sampler):
 :class:`KMixing`, the R-hat and bulk ESS of the trace of ``k`` (Vehtari et al. 2021), whether
-the posterior of ``K`` is cut off at ``max_classes``, and :class:`KMixingWarning`, the advice
-when the chains did not mix."""
+the posterior of ``K`` is cut off at ``max_classes``, whether the sampler's ``p(K | y)`` can be
+believed at all (:attr:`KMixing.reliable`), and :class:`KMixingWarning`, the advice when the
+chains did not mix: rerun longer, or compare the numbers of classes by their evidence, which
+needs no mixing (``lcbayes rjmcmc`` runs that route itself and says so)."""
 
 from __future__ import annotations
 
@@ -84,6 +86,13 @@ class KMixing:
         return not (self.r_hat > K_MAX_RHAT or self.ess_bulk < K_MIN_ESS)
 
     @property
+    def reliable(self) -> bool:
+        """The sampler's ``p(K | y)`` can be believed: :attr:`mixed` and not
+        :attr:`at_ceiling`. When it cannot, the evidence of each ``K`` is the route that holds
+        (:meth:`warning` with ``evidence_classes``)."""
+        return self.mixed and not self.at_ceiling
+
+    @property
     def suggested_draws(self) -> int:
         """Draws per chain for a bulk ESS of ``k`` of about :data:`K_MIN_ESS`: ``draws`` times
         ``K_MIN_ESS / ess_bulk`` (at least twice ``draws``), rounded up to 1, 2 or 5 times a
@@ -91,12 +100,16 @@ class KMixing:
         factor = K_MIN_ESS / self.ess_bulk if self.ess_bulk > 0 else math.inf
         return min(_nice_ceil(self.draws * max(factor, 2.0)), MAX_SUGGESTED_DRAWS)
 
-    def warning(self, data_name: str | None = None) -> str | None:
-        """``None`` when :attr:`mixed` and not :attr:`at_ceiling`, else one line: what went
-        wrong, with the numbers, and the ways out. With ``data_name`` (the data file) the
-        advice names the command line's options (``--draws``, ``--max-classes``,
-        ``lcbayes compare``), else the Python functions'."""
-        parts = [self._mixing_advice(data_name), self._ceiling_advice(data_name)]
+    def warning(self, data_name: str | None = None,
+                evidence_classes: int | None = None) -> str | None:
+        """``None`` when :attr:`reliable`, else one line: what went wrong, with the numbers,
+        and the ways out. With ``data_name`` (the data file) the advice names the command
+        line's options (``--draws``, ``--max-classes``, ``lcbayes compare``), else the Python
+        functions'. With ``evidence_classes`` (the evidences of ``K = 1 ..
+        evidence_classes`` were computed alongside, as ``lcbayes rjmcmc`` does) the advice
+        points to their posterior of ``K`` instead of suggesting that comparison."""
+        parts = [self._mixing_advice(data_name, evidence_classes),
+                 self._ceiling_advice(data_name)]
         return "; besides, ".join(p for p in parts if p) or None
 
     def _ceiling_advice(self, data_name: str | None) -> str | None:
@@ -107,31 +120,37 @@ class KMixing:
         return (f"p(K = {self.max_classes} | y) = {self.ceiling_share:.3f} and still rising: the"
                 f" posterior of K is cut off at the largest K allowed; rerun with {raise_it}")
 
-    def _mixing_advice(self, data_name: str | None) -> str | None:
+    def _mixing_advice(self, data_name: str | None,
+                       evidence_classes: int | None = None) -> str | None:
         if self.mixed:
             return None
         rates = ", ".join(f"{move} {'never proposed' if rate is None else f'{rate:.3f}'}"
                           for move, rate in zip(self.move_names, (self.split, self.merge),
                                               strict=True))
+        rerun = (f"draws={self.suggested_draws}" if data_name is None
+                 else f"--draws {self.suggested_draws}")
+        problem = (f"the chains did not mix between numbers of classes (k: bulk ESS "
+                   f"{self.ess_bulk:.0f}, R-hat {self.r_hat:.3f}; acceptance {rates}), so "
+                   f"p(K | y) is not reliable")
+        if evidence_classes is not None:
+            return (f"{problem}: believe the posterior of K from the evidences of K = "
+                    f"1..{evidence_classes}, which needs no mixing (for the sampler's own to "
+                    f"hold, rerun with {rerun})")
         if data_name is None:
-            rerun = f"draws={self.suggested_draws}"
             compare = f"lcb.compare(data, classes=range(1, {self.max_classes + 1}))"
         else:
-            rerun = f"--draws {self.suggested_draws}"
             compare = f"lcbayes compare {data_name} --classes 1-{self.max_classes}"
-        return (f"the chains did not mix between numbers of classes (k: bulk ESS "
-                f"{self.ess_bulk:.0f}, R-hat {self.r_hat:.3f}; acceptance {rates}), so p(K | y)"
-                f" is not reliable: rerun with {rerun}, or compare K = 1..{self.max_classes} "
-                f"by their evidence, which needs no mixing: {compare}")
+        return (f"{problem}: rerun with {rerun}, or compare K = 1..{self.max_classes} by their "
+                f"evidence, which needs no mixing: {compare}")
 
     def to_dict(self, data_name: str | None = None) -> dict:
         """JSON-ready: the numbers, ``mixed``, ``suggested_draws`` (``None`` when mixed) and
-        ``warning`` (:meth:`warning`), ``ceiling_share`` and ``at_ceiling``."""
+        ``warning`` (:meth:`warning`), ``ceiling_share``, ``at_ceiling`` and ``reliable``."""
         return json_value({"r_hat": self.r_hat, "ess_bulk": self.ess_bulk,
                            "split": self.split, "merge": self.merge, "mixed": self.mixed,
                            "ceiling_share": self.ceiling_share,
                            "ceiling_rising": self.ceiling_rising,
-                           "at_ceiling": self.at_ceiling,
+                           "at_ceiling": self.at_ceiling, "reliable": self.reliable,
                            "suggested_draws": None if self.mixed else self.suggested_draws,
                            "warning": self.warning(data_name)})
 
