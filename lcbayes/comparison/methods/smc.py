@@ -51,16 +51,21 @@ def _finite(row: dict, *columns: str) -> bool:
     return all(np.isfinite(row.get(c, np.nan)) for c in columns)
 
 
+def _apart(name_a: str, a: float, name_b: str, b: float, se: float) -> str | None:
+    """The reason of a disagreement flag: ``a`` and ``b`` more than :data:`SMC_DISAGREE_SE`
+    combined standard errors ``se`` apart."""
+    gap = abs(a - b)
+    if gap > SMC_DISAGREE_SE * se + ROUNDING:
+        return f"{name_a} {a:.2f} vs {name_b} {b:.2f}: {gap:.2f} apart, combined s.e. {se:.2f}"
+    return None
+
+
 def _disagree(comp, i: int) -> str | None:
     row = comp.rows[i]
     if not _finite(row, "bridge", "smc", "bridge_stderr", "smc_stderr"):
         return None
-    gap = abs(row["bridge"] - row["smc"])
-    se = math.hypot(row["bridge_stderr"], row["smc_stderr"])
-    if gap > SMC_DISAGREE_SE * se + ROUNDING:
-        return (f"bridge {row['bridge']:.2f} vs SMC {row['smc']:.2f}: {gap:.2f} apart, "
-                f"combined s.e. {se:.2f}")
-    return None
+    return _apart("bridge", row["bridge"], "SMC", row["smc"],
+                  math.hypot(row["bridge_stderr"], row["smc_stderr"]))
 
 
 def _chib_disagree(comp, i: int) -> str | None:
@@ -70,11 +75,7 @@ def _chib_disagree(comp, i: int) -> str | None:
                                                             "chib_stderr"):
         return None
     se = math.hypot(row.get("smc_evidence_stderr", 0.0) or 0.0, row["chib_stderr"])
-    gap = abs(row["smc_evidence"] - row["chib"])
-    if gap > SMC_DISAGREE_SE * se + ROUNDING:
-        return (f"SMC/bridge {row['smc_evidence']:.2f} vs Chib {row['chib']:.2f}: {gap:.2f} "
-                f"apart, combined s.e. {se:.2f}")
-    return None
+    return _apart("SMC/bridge", row["smc_evidence"], "Chib", row["chib"], se)
 
 
 def _below_vbem(comp, i: int) -> str | None:
