@@ -133,10 +133,15 @@ def lc_data(data: Dataset) -> LCData:
                   categories=np.arange(width)[None, :] < cards[:, None])
 
 
+def class_log_lik(one_hot, categories, log_theta) -> jax.Array:
+    """``(P, S)`` ``ln p(y_p | z = k, theta) = sum_{j observed} ln theta_jk[y_pj]`` of one-hot
+    patterns ``(P, J, R)`` (zeros where missing)."""
+    return jnp.einsum("pjr,kjr->pk", one_hot, jnp.where(categories, log_theta, 0.0))
+
+
 def pattern_log_lik(data: LCData, log_theta: jax.Array) -> jax.Array:
-    """``(P, S)`` ``ln p(y_p | z = k, theta) = sum_{j observed} ln theta_jk[y_pj]``."""
-    return jnp.einsum("pjr,kjr->pk", data.one_hot,
-                      jnp.where(data.categories, log_theta, 0.0))
+    """:func:`class_log_lik` of the data's patterns."""
+    return class_log_lik(data.one_hot, data.categories, log_theta)
 
 
 def draw_dirichlets(key, weight_shapes: jax.Array, table_shapes: jax.Array,

@@ -54,7 +54,7 @@ import numpy as np
 from jax.scipy.special import logsumexp
 
 from ..data import Dataset
-from .gibbs import LCPrior, draw_dirichlets
+from .gibbs import LCPrior, class_log_lik, draw_dirichlets
 
 __all__ = ["MIN_PREFIX", "PREFIX_RATIO", "Particles", "PrefixClass", "SMCData", "run_smc",
            "smc_data"]
@@ -146,11 +146,6 @@ class _Loop(NamedTuple):
     moves: jax.Array        # resample-move steps so far
     key: jax.Array
     history: jax.Array      # (max_moves, 2): rows added before each resampling, their ESS
-
-
-def class_log_lik(one_hot, categories, log_theta) -> jax.Array:
-    """``(P, S)`` ``sum_{j observed} ln theta_jk[y_pj]``."""
-    return jnp.einsum("pjr,kjr->pk", one_hot, jnp.where(categories, log_theta, 0.0))
 
 
 def pattern_loglik(one_hot, categories, log_weights, log_theta) -> jax.Array:
