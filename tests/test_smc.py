@@ -10,14 +10,17 @@ import json
 import math
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy.special import logsumexp
 
 import lcbayes as lcb
 from lcbayes.samplers.bridge import log_permanent
-from lcbayes.samplers.smc import MIN_PREFIX, smc_data
+from lcbayes.samplers.smc import MIN_PREFIX, run_smc, smc_data
+from lcbayes.samplers.smc_evidence import smc_prior
 from lcbayes.samplers.smc_result import MAX_RUN_SD, run_statistics
+from lcbayes.validation import fit_data
 
 
 def _small(n_rows: int = 40, seed: int = 4, missing: float = 0.0) -> lcb.Dataset:
@@ -77,6 +80,28 @@ def test_two_classes_agree_with_the_exact_evidence(missing):
     assert np.all(result.run_steps > 0) and result.runs == 4
 
 
+def test_tempering_every_row_keeps_the_estimator_unbiased():
+    # temper_ess = 0.99 tempers nearly every row (Metropolis-Hastings moves at the
+    # intermediate targets); the runs' pooled estimate still lands on the exact evidence
+    data = _small(n_rows=30)
+    structure = lcb.latent_class(data, 2)
+    exact = lcb.exact_evidence(structure, data, max_terms=1e9).log_evidence
+    ordered = jax.tree.map(jnp.asarray, smc_data(fit_data(structure, data),
+                                                  np.random.default_rng(0)))
+    prior = smc_prior(structure, "dirichlet", 2, np.asarray(ordered.categories))
+    values, moves = [], []
+    for run in range(8):
+        log_z, steps, _, _ = run_smc(jax.random.key(run), ordered, prior, 2, 0.9, 0.99,
+                                     particles=64, sweeps=1, max_moves=4096, draws=1)
+        values.append(float(log_z))
+        moves.append(int(steps))
+    plain = [int(run_smc(jax.random.key(run), ordered, prior, 2, 0.9, 0.0, particles=64,
+                         sweeps=1, max_moves=4096, draws=1)[1]) for run in range(2)]
+    assert min(moves) > 2 * max(plain)          # the tempered steps did happen
+    estimate, se, reason = run_statistics(np.array(values), pooled=True)
+    assert reason == "" and abs(estimate - exact) < 3 * se + 0.05
+
+
 def test_padding_the_classes_keeps_the_estimator():
     data = _small(n_rows=30)
     structure = lcb.latent_class(data, 2)
@@ -99,7 +124,23 @@ def test_same_seed_same_numbers_and_json_round_trip():
     assert list(first.to_frame().columns) == ["run", "smc", "bridge", "steps", "seconds"]
     assert "bridge sampling" in first.summary()
     key = jax.random.key(3)
-    assert lcb.smc(structure, data, particles=32, runs=2, seed=key).run_smc.size == 2
+    assert lcb.smc(structure, data, particles=32, runs=2, target_stderr=None,
+                   seed=key).run_smc.size == 2
+
+
+def test_runs_are_added_until_the_error_target_or_the_most_runs():
+    data = _small(n_rows=60)
+    structure = lcb.latent_class(data, 2)
+    easy = lcb.smc(structure, data, particles=16, runs=2, max_runs=6, target_stderr=50.0,
+                   seed=1)
+    assert easy.runs == 2 and easy.settings["stopped"] == "target_stderr"
+    assert easy.stderr <= 50.0
+    hard = lcb.smc(structure, data, particles=16, runs=2, max_runs=5, target_stderr=1e-12,
+                   seed=1)
+    assert hard.runs == 5 and hard.settings["stopped"] == "max_runs"
+    np.testing.assert_array_equal(hard.run_smc[:2], easy.run_smc)   # the same first runs
+    fixed = lcb.smc(structure, data, particles=16, runs=3, target_stderr=None, seed=1)
+    assert fixed.runs == 3 and fixed.settings["stopped"] == "runs"
 
 
 def test_run_statistics_refuse_too_few_runs_and_a_wide_spread():

@@ -11,7 +11,7 @@ for mixtures: the Rao-Blackwellised posterior, a mixture of the complete-data po
 the weights' and the tables' densities factor over the classes, the inner sum over ``sigma``
 is the permanent of the ``K x K`` matrix ``A[k, c] = p(class c of theta | class k's counts of
 z_l)``; it is computed exactly as a sum over subsets of columns (``K^2 2^K`` terms, every one
-positive, so it stays in log space without cancellation), not over ``K!`` permutations.
+positive, so no cancellation; scaled, in linear space), not over ``K!`` permutations.
 
 With ``p~(theta) = p(y | theta) p(theta)`` (classes summed out) and draws ``theta_i`` from the
 posterior (``n_1``) and ``theta~_j`` from ``q`` (``n_2``; a component, its Dirichlet draws, then a
@@ -29,16 +29,17 @@ is bridged with; independent runs give independent estimates, whose spread is th
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.scipy.special import gammaln, logsumexp
 
 from .gibbs import LCPrior, draw_dirichlets
 from .smc import Particles, pattern_loglik
 
-__all__ = ["BRIDGE_ITERATIONS", "bridge_estimate", "log_permanent", "log_q"]
+__all__ = ["BRIDGE_ITERATIONS", "Components", "bridge_estimate", "components_of", "log_permanent",
+           "log_q"]
 
 #: Fixed-point iterations of the bridge equation (it converges in a few dozen).
 BRIDGE_ITERATIONS = 200
@@ -46,27 +47,32 @@ BRIDGE_ITERATIONS = 200
 BATCH_TERMS = 2 ** 22
 
 
-def _subset_tables(slots: int) -> tuple[np.ndarray, np.ndarray]:
-    """For every subset ``T`` of ``slots`` columns (a bit mask) and column ``c``: ``T`` without
-    ``c``, and whether ``c`` is in ``T``."""
-    subsets = np.arange(2 ** slots)[:, None]
-    bit = 1 << np.arange(slots)[None, :]
-    return (subsets ^ bit).astype(np.int32), (subsets & bit) > 0
-
-
 def log_permanent(log_a: jax.Array) -> jax.Array:
     """``ln perm(A) = ln sum_sigma prod_k A[k, sigma(k)]`` of a square matrix given as
     ``ln A`` (``-inf`` allowed), by the sum over subsets: ``f_k(T) = sum_{c in T}
-    f_{k-1}(T - c) A[k, c]`` over the sets ``T`` of ``k`` columns, ``perm = f_K(all)``."""
+    f_{k-1}(T - c) A[k, c]`` over the sets ``T`` of ``k`` columns, ``perm = f_K(all)``.
+
+    ``f`` is a ``2 x 2 x ... x 2`` array, one axis per column (index 1: the column is in
+    ``T``), so ``T - c`` is a shift along axis ``c``. Every term is positive, so the sum runs
+    in linear space without cancellation: each row of ``A`` is divided by its largest entry
+    and ``f`` by its largest value after each row, the logs of the scales added back. Only a
+    permanent below ``1e-308`` times the product of the row maxima underflows (to ``-inf``);
+    bridge sampling meets that only at points where the component is negligible."""
     slots = log_a.shape[0]
-    without, member = _subset_tables(slots)
-    f = jnp.full(2 ** slots, -jnp.inf).at[0].set(0.0)
-
-    def row(f, log_row):
-        terms = jnp.where(member, f[without] + log_row[None, :], -jnp.inf)
-        return logsumexp(terms, axis=1), None
-
-    return jax.lax.scan(row, f, log_a)[0][-1]
+    row_max = jnp.max(log_a, axis=1)
+    row_max = jnp.where(jnp.isfinite(row_max), row_max, 0.0)
+    scaled = jnp.exp(log_a - row_max[:, None])
+    f = jnp.zeros((2,) * slots).at[(0,) * slots].set(1.0)
+    log_scale = jnp.sum(row_max)
+    for k in range(slots):        # K is small and static: unrolled (fuses; a scan does not)
+        grown = jnp.zeros_like(f)
+        for c in range(slots):
+            without_c = jax.lax.slice_in_dim(f, 0, 1, axis=c) * scaled[k, c]
+            grown = grown + jnp.concatenate([jnp.zeros_like(without_c), without_c], axis=c)
+        top = jnp.max(grown)
+        f = grown / jnp.where(top > 0, top, 1.0)
+        log_scale = log_scale + jnp.log(top)
+    return log_scale + jnp.log(f[(1,) * slots])
 
 
 def _log_dirichlet_parts(prior: LCPrior, categories, n_k, n_kjr, k):
@@ -81,8 +87,27 @@ def _log_dirichlet_parts(prior: LCPrior, categories, n_k, n_kjr, k):
     return weight_shape - 1.0, table_shape - 1.0, table_norm - gammaln(weight_shape), total
 
 
-def log_q(prior: LCPrior, categories, k, components: Particles, log_weights, log_theta
-          ) -> jax.Array:
+class Components(NamedTuple):
+    """The complete-data posteriors of ``L`` allocation draws, as ``q`` needs them (computed
+    once, not per point): ``w_shape (L, S)`` and ``t_shape (L, S, J, R)`` the Dirichlet shapes
+    less one (zero on padded categories), ``norm (L, S)`` the per-class log normalisers and
+    ``total (L,)`` the weights' ``ln Gamma(sum shape)``."""
+
+    w_shape: jax.Array
+    t_shape: jax.Array
+    norm: jax.Array
+    total: jax.Array
+
+
+def components_of(prior: LCPrior, categories, k, draws: Particles) -> Components:
+    """:class:`Components` of the allocation counts ``draws.n_k``, ``draws.n_kjr``."""
+    w_shape, t_shape, norm, total = jax.vmap(
+        lambda n_k, n_kjr: _log_dirichlet_parts(prior, categories, n_k, n_kjr, k))(
+        draws.n_k, draws.n_kjr)
+    return Components(w_shape, jnp.where(categories, t_shape, 0.0), norm, total)
+
+
+def log_q(categories, k, components: Components, log_weights, log_theta) -> jax.Array:
     """``ln q(theta)`` of one point ``(ln pi (S,), ln theta (S, J, R))`` under the symmetrised
     mixture of the components' complete-data posteriors (module docstring); only the first
     ``k`` slots are classes (the others are matched to themselves with factor one)."""
@@ -90,20 +115,15 @@ def log_q(prior: LCPrior, categories, k, components: Particles, log_weights, log
     active = jnp.arange(slots) < k
     safe_w = jnp.where(active, log_weights, 0.0)
     safe_t = jnp.where(categories, log_theta, 0.0)
-    labels = jax.lax.lgamma(k + 1.0)
-
-    def one(n_k, n_kjr):
-        w_shape, t_shape, norm, total = _log_dirichlet_parts(prior, categories, n_k, n_kjr, k)
-        log_a = (w_shape[:, None] * safe_w[None, :]
-                 + jnp.einsum("kjr,cjr->kc", jnp.where(categories, t_shape, 0.0), safe_t)
-                 + norm[:, None])
-        both = active[:, None] & active[None, :]
-        log_a = jnp.where(both, log_a, jnp.where(~active[:, None] & ~active[None, :]
-                                                 & jnp.eye(slots, dtype=bool), 0.0, -jnp.inf))
-        return total + log_permanent(log_a) - labels
-
-    per = jax.vmap(one)(components.n_k, components.n_kjr)
-    return logsumexp(per) - jnp.log(per.shape[0])
+    both = active[:, None] & active[None, :]
+    idle = jnp.where(~active[:, None] & ~active[None, :] & jnp.eye(slots, dtype=bool), 0.0,
+                     -jnp.inf)
+    log_a = (components.w_shape[:, :, None] * safe_w[None, None, :]
+             + jnp.einsum("lkjr,cjr->lkc", components.t_shape, safe_t)
+             + components.norm[:, :, None])
+    log_a = jnp.where(both[None], log_a, idle[None])
+    per = components.total + jax.vmap(log_permanent)(log_a)
+    return logsumexp(per) - jnp.log(per.shape[0]) - jax.lax.lgamma(k + 1.0)
 
 
 def _log_prior(prior: LCPrior, categories, k, log_weights, log_theta) -> jax.Array:
@@ -143,17 +163,20 @@ def bridge_estimate(key, one_hot, counts, categories, prior: LCPrior, k, compone
         return (counts @ pattern_loglik(one_hot, categories, log_w, log_t)
                 + _log_prior(prior, categories, k, log_w, log_t))
 
+    parts = components_of(prior, categories, k, components)
+
     def ratio(log_w, log_t):
-        return log_target(log_w, log_t) - log_q(prior, categories, k, components, log_w, log_t)
+        return log_target(log_w, log_t) - log_q(categories, k, parts, log_w, log_t)
 
     q_w, q_t = jax.vmap(lambda key: _draw_q(key, prior, categories, k, components))(
         jax.random.split(key, draws))
     slots = prior.delta.shape[0]
     batch = max(1, BATCH_TERMS // (components.n_k.shape[0] * slots * 2 ** slots))
-    l2 = jax.lax.map(lambda p: ratio(*p), (q_w, q_t), batch_size=batch)
-    l1 = jax.lax.map(lambda p: ratio(*p), (posterior.log_weights, posterior.log_theta),
-                     batch_size=batch)
-    n1, n2 = l1.shape[0], l2.shape[0]
+    n1, n2 = posterior.log_weights.shape[0], draws
+    both = jax.lax.map(lambda p: ratio(*p),
+                       (jnp.concatenate([q_w, posterior.log_weights]),
+                        jnp.concatenate([q_t, posterior.log_theta])), batch_size=batch)
+    l2, l1 = both[:n2], both[n2:]
     log_s1, log_s2 = jnp.log(n1 / (n1 + n2)), jnp.log(n2 / (n1 + n2))
     log_is = logsumexp(l2) - jnp.log(n2)
 

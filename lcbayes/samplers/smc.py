@@ -26,6 +26,19 @@ adding row ``i`` with values ``y``:
    z`` from their Dirichlet posteriors, then every added row's class given them; the
    parameters are auxiliary, so the move leaves ``p(z | y_1..n)`` invariant).
 
+**Tempering within a row.** Where one row's weights ``w_m`` are so unequal that adding it
+whole would leave an effective sample size below :data:`TEMPER_ESS` ``M`` (many items with
+many levels: early rows can leave one particle), the row's predictive enters in powers
+``0 < a_1 < ... < 1`` (Del Moral, Doucet & Jasra 2006, §3.3.2; Zhou, Johansen & Aston 2016):
+each step ``a -> a'`` is chosen by bisection so that the reweighted sample keeps
+:data:`TEMPER_ESS` ``M``, multiplies the weights by ``w_m^(a' - a)`` (and ``Z_hat`` by their
+weighted mean), then resamples and moves the particles at the intermediate target
+``p(z_<i | y_<i) w(z_<i)^a'``: a Gibbs sweep at ``p(z_<i | y_<i)`` (the allocation chain of a
+two-block Gibbs sampler is reversible) proposed and accepted with probability ``min(1,
+(w' / w)^a')`` (Metropolis-Hastings). At ``a = 1`` the row is allocated as in step 3. Every
+intermediate target is a proper distribution, so the product of the weights' means stays
+unbiased.
+
 Steps 1-3 are a ``lax.scan`` over the rows, vmapped over the particles (a few dozen operations
 on ``(M, S, J, R)`` counts per row). The Gibbs sweep works on the smallest prefix size class
 (``N``, ``N / 4``, ... down to :data:`MIN_PREFIX` rows or more) that holds the rows added, the
@@ -56,13 +69,20 @@ from jax.scipy.special import logsumexp
 from ..data import Dataset
 from .gibbs import LCPrior, class_log_lik, draw_dirichlets
 
-__all__ = ["MIN_PREFIX", "PREFIX_RATIO", "Particles", "PrefixClass", "SMCData", "run_smc",
-           "smc_data"]
+__all__ = ["MAX_TEMPER_STEPS", "MIN_PREFIX", "PREFIX_RATIO", "TEMPER_ESS", "Particles",
+           "PrefixClass", "SMCData", "run_smc", "smc_data"]
 
 #: Prefix size classes shrink by this factor (module docstring).
 PREFIX_RATIO = 4
 #: Smallest prefix size class, in rows.
 MIN_PREFIX = 256
+#: A row whose full weight would leave an effective sample size below this fraction of the
+#: particles is added in tempered steps, each down to this fraction (module docstring).
+TEMPER_ESS = 0.5
+#: Most tempered steps for one row (the last one takes what is left of the row).
+MAX_TEMPER_STEPS = 64
+#: Bisection halvings that choose a tempered step.
+BISECTIONS = 40
 
 
 class PrefixClass(NamedTuple):
@@ -167,6 +187,25 @@ def log_predictive(prior: LCPrior, categories, active, n_k, n_kjr, y) -> jax.Arr
     return jnp.where(active, weight + jnp.sum(seen * (value - total), axis=-1), -jnp.inf)
 
 
+def _ess_fraction(log_w: jax.Array) -> jax.Array:
+    """Effective sample size over the number of particles, of unnormalised log weights."""
+    return jnp.exp(2.0 * logsumexp(log_w) - logsumexp(2.0 * log_w)) / log_w.shape[0]
+
+
+def _tempered_step(log_w: jax.Array, log_inc: jax.Array, remaining, floor) -> jax.Array:
+    """The largest step ``d <= remaining`` (by bisection) with ``ESS(log_w + d log_inc) >=
+    floor M``; ``remaining`` where the whole rest of the row keeps it."""
+    def halve(_, bounds):
+        low, high = bounds
+        middle = 0.5 * (low + high)
+        fine = _ess_fraction(log_w + middle * log_inc) >= floor
+        return jnp.where(fine, middle, low), jnp.where(fine, high, middle)
+
+    low = jax.lax.fori_loop(0, BISECTIONS, halve, (0.0 * remaining, remaining))[0]
+    whole = _ess_fraction(log_w + remaining * log_inc) >= floor
+    return jnp.where(whole, remaining, low)
+
+
 def _systematic(key, log_w: jax.Array) -> jax.Array:
     """Systematic resampling indices from log weights."""
     m = log_w.shape[0]
@@ -221,9 +260,11 @@ def _draw_parameters(key, prior: LCPrior, categories, active, particles: Particl
 
 
 @partial(jax.jit, static_argnames=("particles", "sweeps", "max_moves", "draws"))
-def run_smc(key, data: SMCData, prior: LCPrior, k, ess_target, *, particles: int, sweeps: int,
-            max_moves: int, draws: int) -> tuple[jax.Array, jax.Array, jax.Array, Particles]:
-    """One SMC run (module docstring) from ``key``: ``(ln Z_hat, resample-move steps, history,
+def run_smc(key, data: SMCData, prior: LCPrior, k, ess_target, temper_ess=TEMPER_ESS, *,
+            particles: int, sweeps: int, max_moves: int, draws: int
+            ) -> tuple[jax.Array, jax.Array, jax.Array, Particles]:
+    """One SMC run (module docstring) from ``key``, rows tempered below an effective sample
+    size of ``temper_ess M``: ``(ln Z_hat, resample-move steps, history,
     posterior draws)``; the history is ``(max_moves, 2)`` rows ``(rows added, ESS)`` at each
     resampling, zeros after the last. Past ``max_moves`` resamplings the particles are still
     resampled but no longer moved (the estimate stays unbiased, its error grows). The posterior
@@ -247,34 +288,93 @@ def run_smc(key, data: SMCData, prior: LCPrior, k, ess_target, *, particles: int
         particles = _draw_parameters(k_par, prior, data.categories, active, particles)
         return jax.lax.switch(_holding(data, n), allocations, k_rows, n, particles)
 
-    def resample_move(loop: _Loop, n) -> _Loop:
+    def resampled(loop: _Loop, n, carried):
+        """Systematic resampling of the particles (and of ``carried``, per particle), the
+        step recorded; returns the loop with equal weights, the resampled pair and a key
+        for the move."""
         key, k_resample, k_move = jax.random.split(loop.key, 3)
-        ess = jnp.exp(-logsumexp(2.0 * loop.log_w))
         chosen = _systematic(k_resample, loop.log_w)
-        moved = jax.tree.map(lambda a: a[chosen], loop.particles)
-        keys = jax.random.split(k_move, sweeps)
-        for s in range(sweeps):   # a few sweeps: unrolled
-            moved = jax.lax.cond(loop.moves < max_moves, sweep, lambda n, p, k: p, n, moved,
-                                 keys[s])
         slot = jnp.minimum(loop.moves, max_moves - 1)
-        return loop._replace(particles=moved, log_w=jnp.full(particles, -jnp.log(particles)),
+        ess = jnp.exp(-logsumexp(2.0 * loop.log_w))
+        loop = loop._replace(log_w=jnp.full(particles, -jnp.log(particles)),
                              moves=loop.moves + 1, key=key,
                              history=loop.history.at[slot].set(jnp.stack([n * 1.0, ess])))
+        return loop, jax.tree.map(lambda a: a[chosen], (loop.particles, carried)), k_move
+
+    def resample_move(loop: _Loop, n) -> _Loop:
+        can_move = loop.moves < max_moves
+        loop, (moved, _), k_move = resampled(loop, n, None)
+        keys = jax.random.split(k_move, sweeps)
+        for s in range(sweeps):   # a few sweeps: unrolled
+            moved = jax.lax.cond(can_move, sweep, lambda n, p, k: p, n, moved, keys[s])
+        return loop._replace(particles=moved)
+
+    def row_predictive(particles: Particles, y) -> jax.Array:
+        return predictive(prior, data.categories, active, particles.n_k, particles.n_kjr, y)
+
+    def tempered_move(loop: _Loop, log_inc, power, n, y) -> tuple[_Loop, jax.Array]:
+        """Resample, then ``sweeps`` Metropolis-Hastings steps with Gibbs proposals at
+        ``p(z_<n | y_<n) w^power`` (module docstring)."""
+        can_move = loop.moves < max_moves
+        loop, (moved, log_inc), k_move = resampled(loop, n, log_inc)
+
+        def metropolis(state, key):
+            current, log_inc = state
+            k_sweep, k_accept = jax.random.split(key)
+            proposed = sweep(n, current, k_sweep)
+            proposed_inc = logsumexp(row_predictive(proposed, y), axis=1)
+            accept = (jnp.log(jax.random.uniform(k_accept, log_inc.shape))
+                      < power * (proposed_inc - log_inc))
+
+            def pick(new, old):
+                return jnp.where(accept.reshape(-1, *([1] * (new.ndim - 1))), new, old)
+
+            return (jax.tree.map(pick, proposed, current),
+                    jnp.where(accept, proposed_inc, log_inc)), None
+
+        moved, log_inc = jax.lax.cond(
+            can_move, lambda s: jax.lax.scan(metropolis, s, jax.random.split(k_move, sweeps))[0],
+            lambda s: s, (moved, log_inc))
+        return loop._replace(particles=moved), log_inc
+
+    def temper_row(loop: _Loop, log_inc, n, y) -> _Loop:
+        """Add row ``n``'s predictive in tempered steps up to power one (module docstring)."""
+        def unfinished(state):
+            return state[1] < 1.0
+
+        def step(state):
+            loop, power, log_inc, count = state
+            last = count == MAX_TEMPER_STEPS - 1
+            rest = 1.0 - power
+            size = jnp.where(last, rest, _tempered_step(loop.log_w, log_inc, rest, temper_ess))
+            power = jnp.where(size >= rest, 1.0, power + size)
+            log_w = loop.log_w + size * log_inc
+            loop = loop._replace(log_w=log_w - logsumexp(log_w),
+                                 log_z=loop.log_z + logsumexp(log_w))
+            loop, log_inc = jax.lax.cond(power < 1.0, tempered_move,
+                                         lambda loop, log_inc, *_: (loop, log_inc),
+                                         loop, log_inc, power, n, y)
+            return loop, power, log_inc, count + 1
+
+        start = (loop, jnp.asarray(0.0), log_inc, jnp.asarray(0))
+        return jax.lax.while_loop(unfinished, step, start)[0]
+
+    def whole_row(loop: _Loop, log_inc, n, y) -> _Loop:
+        log_w = loop.log_w + log_inc
+        return loop._replace(log_w=log_w - logsumexp(log_w), log_z=loop.log_z + logsumexp(log_w))
 
     def add_row(loop: _Loop, i) -> tuple[_Loop, None]:
         y = data.one_hot[rows[i]]
+        log_inc = logsumexp(row_predictive(loop.particles, y), axis=1)
+        crash = _ess_fraction(loop.log_w + log_inc) < temper_ess
+        loop = jax.lax.cond(crash, temper_row, whole_row, loop, log_inc, i, y)
         key, k_z = jax.random.split(loop.key)
-        log_pred = predictive(prior, data.categories, active, loop.particles.n_k,
-                              loop.particles.n_kjr, y)
-        log_inc = logsumexp(log_pred, axis=1)
-        log_w = loop.log_w + log_inc
-        log_z = loop.log_z + logsumexp(log_w)
+        log_pred = row_predictive(loop.particles, y)
         z = jax.random.categorical(k_z, log_pred)
         add = jax.nn.one_hot(z, slots)
         grown = loop.particles._replace(n_k=loop.particles.n_k + add,
                                         n_kjr=loop.particles.n_kjr + add[:, :, None, None] * y)
-        loop = loop._replace(particles=grown, log_w=log_w - logsumexp(log_w), log_z=log_z,
-                             key=key)
+        loop = loop._replace(particles=grown, key=key)
         low = 2.0 * logsumexp(loop.log_w) - logsumexp(2.0 * loop.log_w) < log_target
         return jax.lax.cond(low | (i == total - 1), resample_move, lambda loop, n: loop,
                             loop, i + 1), None

@@ -50,7 +50,7 @@ from .gibbs import LCPrior
 from .smc import SMCData, run_smc, smc_data
 from .smc_result import SMCResult
 
-__all__ = ["smc"]
+__all__ = ["smc", "smc_prior"]
 
 #: Most resample-move steps of one run that move the particles (later ones only resample).
 MAX_MOVES = 4096
@@ -58,7 +58,7 @@ MAX_MOVES = 4096
 POSTERIOR_SWEEPS = 4
 
 
-def _prior(structure: Structure, prior: PriorSpec, slots: int, categories: np.ndarray
+def smc_prior(structure: Structure, prior: PriorSpec, slots: int, categories: np.ndarray
            ) -> LCPrior:
     """Dirichlet pseudo-counts on ``slots`` class slots (the prior must be the same for every
     class, as the label symmetry of the evidence and of bridge sampling's ``q`` assume)."""
@@ -95,7 +95,8 @@ def _one_run(key, data: SMCData, prior: LCPrior, k: int, settings: dict
     return float(log_z), float(log_b), int(steps)
 
 
-def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4, sweeps: int = 1,
+def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
+        max_runs: int = 16, target_stderr: float | None = 0.3, sweeps: int = 1,
         ess_target: float = 0.9, bridge_draws: int | None = None,
         time_budget: float | None = None, seed: Seed = 0, prior: PriorSpec = "dirichlet",
         pad_classes: int | None = None) -> SMCResult:
@@ -107,8 +108,16 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4, swee
         data: the data; missing values are summed out, rows with none observed add nothing.
         particles: particles per run (at least 4; half of the final ones build the bridge's
             importance density, half are bridged with).
-        runs: independent runs (their spread is the error bar, scaled by Student's t for so
-            few runs; at least 2).
+        runs: independent runs always made (their spread is the error bar, scaled by
+            Student's t for so few runs; at least 2).
+        max_runs: most runs: after ``runs``, runs are added one at a time while the chosen
+            estimate has a standard error above ``target_stderr`` (or there is none), up to
+            this many (and within ``time_budget``). Stopping on the error makes the error bar
+            slightly optimistic; :data:`MIN_RUNS <lcbayes.samplers.smc_result.MIN_RUNS>`
+            runs and more keep that small (``benchmarks/bench_evidence.py`` measures the
+            intervals' coverage).
+        target_stderr: the standard error (nats) that stops adding runs; ``None`` makes
+            exactly ``runs`` runs.
         sweeps: Gibbs sweeps after each resampling.
         ess_target: resample and move when the effective sample size falls below this
             fraction of the particles (between 0 and 1; frequent moves keep the particles
@@ -131,6 +140,7 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4, swee
                             f"(lcbayes.latent_class), got a {structure.kind} structure")
     settings = {"particles": check_int(particles, "particles", 4),
                 "runs": check_int(runs, "runs", 2), "sweeps": check_int(sweeps, "sweeps", 1),
+                "max_runs": check_int(max_runs, "max_runs", 2),
                 "ess_target": check_positive(ess_target, "ess_target")}
     if not settings["ess_target"] < 1:
         raise ArgumentError(f"ess_target must be between 0 and 1, got {ess_target!r}")
@@ -139,15 +149,38 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4, swee
         "bridge_draws", 2)
     if time_budget is not None:
         time_budget = check_positive(time_budget, "time_budget")
+    if target_stderr is not None:
+        target_stderr = check_positive(target_stderr, "target_stderr")
     k = structure.cardinalities[structure.root]
     slots = k if pad_classes is None else check_int(pad_classes, "pad_classes", k)
     data = fit_data(structure, data)
     ordered = smc_data(data, numpy_rng(seed))
-    lc_prior = _prior(structure, prior, slots, ordered.categories)
+    lc_prior = smc_prior(structure, prior, slots, ordered.categories)
     device_data = jax.tree.map(jnp.asarray, ordered)
     key = prng_key(seed)
-    estimates, seconds, stopped = [], [], "runs"
-    for r in range(settings["runs"]):
+    estimates, seconds = [], []
+    stopped = "runs" if target_stderr is None else "max_runs"
+    fields = {"n_classes": k, "particles": settings["particles"], "sweeps": settings["sweeps"],
+              "ess_target": settings["ess_target"], "bridge_draws": settings["bridge_draws"],
+              "seed": seed_record(seed)}
+
+    def result() -> SMCResult:
+        run_smc_values, run_bridge, steps = (np.asarray(v) for v in zip(*estimates,
+                                                                        strict=True))
+        return SMCResult.from_runs(
+            run_smc_values, run_bridge, run_steps=steps.astype(np.int64),
+            run_seconds=np.asarray(seconds), seconds=time.perf_counter() - start,
+            settings={"runs": settings["runs"], "max_runs": settings["max_runs"],
+                      "target_stderr": target_stderr, "time_budget": time_budget,
+                      "stopped": stopped, "pad_classes": pad_classes,
+                      "rows": int(ordered.classes[0].rows.size),
+                      "patterns": int(ordered.one_hot.shape[0])}, **fields)
+
+    for r in range(max(settings["runs"], settings["max_runs"])):
+        if r >= settings["runs"] and (target_stderr is None
+                                      or result().stderr <= target_stderr):
+            stopped = "runs" if target_stderr is None else "target_stderr"
+            break
         spent = time.perf_counter() - start
         if time_budget is not None and r >= 2 and spent + np.mean(seconds) > time_budget:
             stopped = "time_budget"
@@ -156,13 +189,4 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4, swee
         estimates.append(_one_run(jax.random.fold_in(key, r), device_data, lc_prior, k,
                                   settings))
         seconds.append(time.perf_counter() - t)
-    run_smc_values, run_bridge, steps = (np.asarray(v) for v in zip(*estimates, strict=True))
-    return SMCResult.from_runs(
-        run_smc_values, run_bridge, run_steps=steps.astype(np.int64),
-        run_seconds=np.asarray(seconds), n_classes=k, particles=settings["particles"],
-        sweeps=settings["sweeps"], ess_target=settings["ess_target"],
-        bridge_draws=settings["bridge_draws"], seed=seed_record(seed),
-        seconds=time.perf_counter() - start,
-        settings={"runs": settings["runs"], "time_budget": time_budget, "stopped": stopped,
-                  "pad_classes": pad_classes, "rows": int(ordered.classes[0].rows.size),
-                  "patterns": int(ordered.one_hot.shape[0])})
+    return result()

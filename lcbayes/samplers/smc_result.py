@@ -91,8 +91,9 @@ class SMCResult:
         run_steps, run_seconds: ``(R,)`` SMC steps and seconds of every run.
         n_classes: ``K``; particles, sweeps, ess_target, bridge_draws: the settings.
         seed, seconds: the seed and the wall-clock time (compilation included).
-        settings: the rest (``runs`` asked for, ``time_budget``, ``stopped``: why the runs
-            ended, ``pad_classes``).
+        settings: the rest (``runs`` and ``max_runs`` asked for, ``target_stderr``,
+            ``time_budget``, ``stopped``: why the runs ended (``runs``, ``target_stderr``,
+            ``max_runs`` or ``time_budget``), ``pad_classes``).
     """
 
     log_evidence: float
