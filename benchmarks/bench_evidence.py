@@ -69,6 +69,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
 
+import jax
 import numpy as np
 
 import lcbayes as lcb
@@ -216,17 +217,18 @@ def part_coverage(s: Settings, seed: int, data_dir: Path) -> dict:
             "cases": rows}
 
 
-def candidates(data: lcb.Dataset, s: Settings, seed: int, with_vb: bool
-               ) -> tuple[float, list[dict]]:
+def candidates(data: lcb.Dataset, s: Settings, seed: int, with_vb: bool,
+               fixed_runs: bool = False) -> tuple[float, list[dict]]:
     """Compile seconds, then per K of ``s.classes``: the ``lcb.smc`` result and (``with_vb``)
-    the VB bound ``F``."""
+    the VB bound ``F``; ``fixed_runs``: exactly ``s.runs`` runs (else ``lcb.smc`` adds runs
+    up to its error target, as by default)."""
     pad = max(s.classes)
     compile_s = warm_up(data, s.particles, pad, seed)
     rows = []
     for k in s.classes:
         structure = lcb.latent_class(data, k)
         res = lcb.smc(structure, data, particles=s.particles, runs=s.runs, seed=seed,
-                      pad_classes=pad)
+                      pad_classes=pad, **({"target_stderr": None} if fixed_runs else {}))
         row = {"classes": k, "result": res.to_dict()}
         if with_vb:
             vb = lcb.vbem(structure, data, restarts=s.vb_restarts, seed=seed, pad_classes=pad)
@@ -281,7 +283,7 @@ def part_timing(s: Settings, seed: int, data_dir: Path) -> dict:
     for rows, items in s.timing_data:
         sd = derived_seed(seed, 5, rows, items)
         data = simulated(rows, items, sd)
-        compile_s, found = candidates(data, timed, sd, with_vb=False)
+        compile_s, found = candidates(data, timed, sd, with_vb=False, fixed_runs=True)
         sets.append({"rows": rows, "items": items, "patterns": data.n_patterns,
                      "compile_seconds": compile_s, "candidates": found})
     return {"data": sets}
@@ -302,7 +304,9 @@ def machine() -> dict:
     memory = None
     if hasattr(os, "sysconf") and "SC_PHYS_PAGES" in os.sysconf_names:
         memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2 ** 30
+    device = jax.devices()[0]
     return {"cores": os.cpu_count(), "cpu": model, "memory_gib": memory,
+            "device": f"{device.platform}: {device.device_kind}",
             "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
 
 
@@ -756,10 +760,20 @@ def main(argv=None) -> None:
                         help="folder of the parts' JSON (default benchmarks/results/evidence/, "
                              "its quick/ with --quick)")
     parser.add_argument("--out", type=Path, default=REPORT, help="the report's path")
+    parser.add_argument("--classes", type=int, nargs="+", default=None,
+                        help="candidates K of every part run (default 1..6)")
+    parser.add_argument("--timing-data", nargs="+", default=None, metavar="ROWSxITEMS",
+                        help="the timing part's data sets, e.g. 100000x20")
     args = parser.parse_args(argv)
     results = args.results or (RESULTS / "quick" if args.quick else RESULTS)
-    path = run(QUICK if args.quick else FULL, [] if args.report_only else args.parts,
-               args.seed, args.data, results, args.out)
+    settings = QUICK if args.quick else FULL
+    if args.classes:
+        settings = dataclasses.replace(settings, classes=tuple(args.classes))
+    if args.timing_data:
+        settings = dataclasses.replace(settings, timing_data=tuple(
+            tuple(int(v) for v in size.lower().split("x")) for size in args.timing_data))
+    path = run(settings, [] if args.report_only else args.parts, args.seed, args.data,
+               results, args.out)
     print(f"wrote {path}")
 
 

@@ -136,9 +136,17 @@ def test_runs_are_added_until_the_error_target_or_the_most_runs():
     assert easy.runs == 2 and easy.settings["stopped"] == "target_stderr"
     assert easy.stderr <= 50.0
     hard = lcb.smc(structure, data, particles=16, runs=2, max_runs=5, target_stderr=1e-12,
-                   seed=1)
+                   max_particles=16, seed=1)
     assert hard.runs == 5 and hard.settings["stopped"] == "max_runs"
+    assert hard.settings["rounds"] == []
     np.testing.assert_array_equal(hard.run_smc[:2], easy.run_smc)   # the same first runs
+    grown = lcb.smc(structure, data, particles=8, runs=2, max_runs=2, target_stderr=1e-12,
+                    max_particles=32, seed=1)
+    assert grown.particles == 32 and grown.runs == 2
+    assert [r["particles"] for r in grown.settings["rounds"]] == [8, 16]
+    assert all(r["stopped"] == "max_runs" for r in grown.settings["rounds"])
+    back = lcb.SMCResult.from_dict(json.loads(json.dumps(grown.to_dict())))
+    assert back.settings["rounds"][1]["particles"] == 16
     fixed = lcb.smc(structure, data, particles=16, runs=3, target_stderr=None, seed=1)
     assert fixed.runs == 3 and fixed.settings["stopped"] == "runs"
 

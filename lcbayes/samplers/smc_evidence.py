@@ -48,7 +48,7 @@ from ..validation import (
 from .bridge import bridge_estimate
 from .gibbs import LCPrior
 from .smc import SMCData, run_smc, smc_data
-from .smc_result import SMCResult
+from .smc_result import MIN_RUNS, SMCResult
 
 __all__ = ["smc", "smc_prior"]
 
@@ -75,57 +75,66 @@ def smc_prior(structure: Structure, prior: PriorSpec, slots: int, categories: np
     return LCPrior(jnp.full(slots, weights[0]), jnp.asarray(lam))
 
 
-def _one_run(key, data: SMCData, prior: LCPrior, k: int, settings: dict
+def _one_run(key, data: SMCData, prior: LCPrior, k: int, settings: dict, particles: int
              ) -> tuple[float, float, int]:
     """One SMC run and the bridge estimate from its posterior draws: ``(ln Z_r, ln B_r,
     resample-move steps)``. The first half of the particles give ``q``'s allocation draws (over
     the :data:`POSTERIOR_SWEEPS` sweeps), the second half the posterior draws bridged with."""
     k_smc, k_bridge = jax.random.split(key)
     log_z, steps, _, kept = run_smc(
-        k_smc, data, prior, k, settings["ess_target"], particles=settings["particles"],
+        k_smc, data, prior, k, settings["ess_target"], particles=particles,
         sweeps=settings["sweeps"], max_moves=MAX_MOVES, draws=POSTERIOR_SWEEPS)
-    half = settings["particles"] // 2
+    half = particles // 2
 
     def pooled(part):
         return jax.tree.map(lambda a: a[:, part].reshape(-1, *a.shape[2:]), kept)
 
     log_b, _ = bridge_estimate(
         k_bridge, data.one_hot, data.counts, data.categories, prior, k,
-        pooled(slice(None, half)), pooled(slice(half, None)), draws=settings["bridge_draws"])
+        pooled(slice(None, half)), pooled(slice(half, None)),
+        draws=settings["bridge_draws"] or POSTERIOR_SWEEPS * half)
     return float(log_z), float(log_b), int(steps)
 
 
 def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
-        max_runs: int = 16, target_stderr: float | None = 0.3, sweeps: int = 1,
-        ess_target: float = 0.9, bridge_draws: int | None = None,
+        max_runs: int = 16, target_stderr: float | None = 0.3, max_particles: int = 1024,
+        sweeps: int = 1, ess_target: float = 0.9, bridge_draws: int | None = None,
         time_budget: float | None = None, seed: Seed = 0, prior: PriorSpec = "dirichlet",
         pad_classes: int | None = None) -> SMCResult:
     """``ln p(y | K)`` of a latent class model by sequential Monte Carlo over the rows, checked
     by bridge sampling (module docstring; the algorithm in :mod:`lcbayes.samplers.smc`).
 
+    The runs go in rounds. A round makes ``runs`` runs with its particles, then adds runs one
+    at a time while the chosen estimate's standard error is above ``target_stderr``, up to
+    ``max_runs``. Where a round ends with no estimate (both estimators' runs spread by more
+    than :data:`MAX_RUN_SD <lcbayes.samplers.smc_result.MAX_RUN_SD>`: too few particles for
+    this model) or still above the target, the next round doubles the particles, up to
+    ``max_particles``; the result is the last round's, the earlier ones are listed in
+    ``settings["rounds"]``.
+
     Args:
         structure: a latent class structure (:func:`lcbayes.latent_class`).
         data: the data; missing values are summed out, rows with none observed add nothing.
-        particles: particles per run (at least 4; half of the final ones build the bridge's
-            importance density, half are bridged with).
-        runs: independent runs always made (their spread is the error bar, scaled by
-            Student's t for so few runs; at least 2).
-        max_runs: most runs: after ``runs``, runs are added one at a time while the chosen
-            estimate has a standard error above ``target_stderr`` (or there is none), up to
-            this many (and within ``time_budget``). Stopping on the error makes the error bar
-            slightly optimistic; :data:`MIN_RUNS <lcbayes.samplers.smc_result.MIN_RUNS>`
-            runs and more keep that small (``benchmarks/bench_evidence.py`` measures the
-            intervals' coverage).
-        target_stderr: the standard error (nats) that stops adding runs; ``None`` makes
-            exactly ``runs`` runs.
+        particles: particles per run in the first round (at least 4; half of the final ones
+            build the bridge's importance density, half are bridged with).
+        runs: runs of every round (their spread is the error bar, scaled by Student's t for
+            so few runs; at least 2).
+        max_runs: most runs of a round. Stopping on the error makes the error bar slightly
+            optimistic; ``runs`` runs and more keep that small (``benchmarks/
+            bench_evidence.py`` measures the intervals' coverage).
+        target_stderr: the standard error (nats) that ends a round; ``None``: exactly
+            ``runs`` runs with ``particles`` particles (one round).
+        max_particles: most particles of a round (rounds double them up to this).
         sweeps: Gibbs sweeps after each resampling.
         ess_target: resample and move when the effective sample size falls below this
             fraction of the particles (between 0 and 1; frequent moves keep the particles
             diverse: 0.9 gave a quarter of the spread of 0.5 at the same cost).
         bridge_draws: draws from the importance density per run (default as many as the
             posterior draws bridged with, ``POSTERIOR_SWEEPS * particles / 2``).
-        time_budget: seconds; no run starts once they are spent (after :data:`MIN_RUNS
-            <lcbayes.samplers.smc_result.MIN_RUNS>` runs), so fewer than ``runs`` may run.
+        time_budget: seconds; no run starts that would end past them (projected from the
+            round's runs so far, or twice the last round's) once two runs of a round are
+            made, and no round starts that could not make two; so fewer runs and particles
+            may run.
         seed: an integer or a ``jax.random`` key: the row order and every run's draws.
         prior: Dirichlet pseudo-counts as everywhere in lcbayes, the same for every class.
         pad_classes: run inside this many class slots (``compare`` passes its largest ``K`` so
@@ -138,15 +147,15 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
     if structure.kind != "latent_class":
         raise ArgumentError(f"smc estimates the evidence of latent class models "
                             f"(lcbayes.latent_class), got a {structure.kind} structure")
-    settings = {"particles": check_int(particles, "particles", 4),
-                "runs": check_int(runs, "runs", 2), "sweeps": check_int(sweeps, "sweeps", 1),
+    particles = check_int(particles, "particles", 4)
+    settings = {"runs": check_int(runs, "runs", 2), "sweeps": check_int(sweeps, "sweeps", 1),
                 "max_runs": check_int(max_runs, "max_runs", 2),
-                "ess_target": check_positive(ess_target, "ess_target")}
+                "max_particles": check_int(max_particles, "max_particles", 4),
+                "ess_target": check_positive(ess_target, "ess_target"),
+                "bridge_draws": None if bridge_draws is None
+                else check_int(bridge_draws, "bridge_draws", 2)}
     if not settings["ess_target"] < 1:
         raise ArgumentError(f"ess_target must be between 0 and 1, got {ess_target!r}")
-    settings["bridge_draws"] = check_int(
-        POSTERIOR_SWEEPS * particles // 2 if bridge_draws is None else bridge_draws,
-        "bridge_draws", 2)
     if time_budget is not None:
         time_budget = check_positive(time_budget, "time_budget")
     if target_stderr is not None:
@@ -158,35 +167,59 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
     lc_prior = smc_prior(structure, prior, slots, ordered.categories)
     device_data = jax.tree.map(jnp.asarray, ordered)
     key = prng_key(seed)
-    estimates, seconds = [], []
-    stopped = "runs" if target_stderr is None else "max_runs"
-    fields = {"n_classes": k, "particles": settings["particles"], "sweeps": settings["sweeps"],
-              "ess_target": settings["ess_target"], "bridge_draws": settings["bridge_draws"],
-              "seed": seed_record(seed)}
+    rounds: list[dict] = []
+    made = 0
 
-    def result() -> SMCResult:
+    def result(estimates, seconds, m, stopped) -> SMCResult:
         run_smc_values, run_bridge, steps = (np.asarray(v) for v in zip(*estimates,
                                                                         strict=True))
         return SMCResult.from_runs(
             run_smc_values, run_bridge, run_steps=steps.astype(np.int64),
             run_seconds=np.asarray(seconds), seconds=time.perf_counter() - start,
+            n_classes=k, particles=m, sweeps=settings["sweeps"],
+            ess_target=settings["ess_target"],
+            bridge_draws=settings["bridge_draws"] or POSTERIOR_SWEEPS * (m // 2),
+            seed=seed_record(seed),
             settings={"runs": settings["runs"], "max_runs": settings["max_runs"],
-                      "target_stderr": target_stderr, "time_budget": time_budget,
-                      "stopped": stopped, "pad_classes": pad_classes,
+                      "target_stderr": target_stderr,
+                      "max_particles": settings["max_particles"], "time_budget": time_budget,
+                      "stopped": stopped, "rounds": rounds, "pad_classes": pad_classes,
                       "rows": int(ordered.classes[0].rows.size),
-                      "patterns": int(ordered.one_hot.shape[0])}, **fields)
+                      "patterns": int(ordered.one_hot.shape[0])})
 
-    for r in range(max(settings["runs"], settings["max_runs"])):
-        if r >= settings["runs"] and (target_stderr is None
-                                      or result().stderr <= target_stderr):
-            stopped = "runs" if target_stderr is None else "target_stderr"
-            break
-        spent = time.perf_counter() - start
-        if time_budget is not None and r >= 2 and spent + np.mean(seconds) > time_budget:
-            stopped = "time_budget"
-            break
-        t = time.perf_counter()
-        estimates.append(_one_run(jax.random.fold_in(key, r), device_data, lc_prior, k,
-                                  settings))
-        seconds.append(time.perf_counter() - t)
-    return result()
+    def fits(per_run: float) -> bool:
+        return time_budget is None or time.perf_counter() - start + per_run <= time_budget
+
+    m, last_per_run = particles, 0.0
+    while True:
+        estimates, seconds, stopped = [], [], "runs" if target_stderr is None else "max_runs"
+        while len(estimates) < max(settings["runs"], settings["max_runs"]):
+            if len(estimates) >= settings["runs"]:
+                if target_stderr is None:
+                    break
+                current = result(estimates, seconds, m, stopped)
+                if current.stderr <= target_stderr:
+                    stopped = "target_stderr"
+                    break
+                if np.isnan(current.stderr):   # more runs rarely narrow a wide spread
+                    stopped = "no_estimate"
+                    break
+            projected = np.mean(seconds) if seconds else 2.0 * last_per_run
+            if len(estimates) >= MIN_RUNS and not fits(projected):
+                stopped = "time_budget"
+                break
+            t = time.perf_counter()
+            estimates.append(_one_run(jax.random.fold_in(key, made), device_data, lc_prior,
+                                      k, settings, m))
+            seconds.append(time.perf_counter() - t)
+            made += 1
+        final = result(estimates, seconds, m, stopped)
+        last_per_run = float(np.mean(seconds))
+        if (stopped not in ("max_runs", "no_estimate") or 2 * m > settings["max_particles"]
+                or not fits(MIN_RUNS * 2.0 * last_per_run)):
+            return final
+        rounds.append({"particles": m, "runs": len(estimates), "stopped": stopped,
+                       "log_evidence": final.log_evidence, "stderr": final.stderr,
+                       "smc_reason": final.smc_reason, "bridge_reason": final.bridge_reason,
+                       "seconds": float(np.sum(seconds))})
+        m *= 2

@@ -91,9 +91,11 @@ class SMCResult:
         run_steps, run_seconds: ``(R,)`` SMC steps and seconds of every run.
         n_classes: ``K``; particles, sweeps, ess_target, bridge_draws: the settings.
         seed, seconds: the seed and the wall-clock time (compilation included).
-        settings: the rest (``runs`` and ``max_runs`` asked for, ``target_stderr``,
-            ``time_budget``, ``stopped``: why the runs ended (``runs``, ``target_stderr``,
-            ``max_runs`` or ``time_budget``), ``pad_classes``).
+        settings: the rest (``runs``, ``max_runs``, ``target_stderr``, ``max_particles``
+            and ``time_budget`` asked for; ``stopped``: why the last round's runs ended
+            (``runs``, ``target_stderr``, ``max_runs``, ``no_estimate`` or ``time_budget``);
+            ``rounds``: the earlier rounds with fewer particles (particles, runs, why they
+            stopped, their estimate); ``pad_classes``).
     """
 
     log_evidence: float
