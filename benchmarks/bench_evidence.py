@@ -257,11 +257,20 @@ def part_simulated(s: Settings, seed: int, data_dir: Path) -> dict:
 
 
 def part_election(s: Settings, seed: int, data_dir: Path) -> dict:
-    """Part 4: election, K = 1..6, with AIS at its defaults for contrast (full mode)."""
+    """Part 4: election, K = 1..6: ``lcb.smc``, Chib's estimator from independent Gibbs chains
+    (``lcb.chib`` at its defaults) as the second estimator, and AIS at its defaults for
+    contrast (full mode)."""
     data = election(data_dir, s.election_rows)
     if data is None:
         return {"skipped": f"{data_dir / 'election.csv'} is absent"}
     compile_s, rows = candidates(data, s, seed, with_vb=True)
+    for row in rows:
+        chib = lcb.chib(lcb.latent_class(data, row["classes"]), data, seed=seed)
+        row["chib"] = {"log_evidence": chib.log_evidence, "stderr": chib.stderr,
+                       "reliable": chib.reliable, "reason": chib.reason,
+                       "seconds": chib.seconds}
+        print(f"  Chib K={row['classes']}: {fmt(chib.log_evidence)} ({fmt(chib.stderr)}), "
+              f"{'reliable' if chib.reliable else 'flagged'}, {chib.seconds:.1f} s", flush=True)
     if s.election_ais:
         for row in rows:
             ais = lcb.ais(lcb.latent_class(data, row["classes"]), data, seed=seed,
@@ -588,6 +597,46 @@ def section_simulated(part: dict) -> tuple[list[str], list[tuple]]:
     return lines, targets
 
 
+def chib_check(rows: list[dict], results: list[lcb.SMCResult]
+               ) -> tuple[list[str], list[tuple]]:
+    """The table of ``lcb.smc``'s chosen estimate against Chib's, and the target row: two
+    independent estimators agree within 2 combined s.e., each s.e. <= 0.5."""
+    pairs = [(row["classes"], res, row["chib"]) for row, res in zip(rows, results, strict=True)
+             if "chib" in row]
+    if not pairs:
+        return ["Chib's estimator was not run in this part's record.", ""], []
+    head = ["K", "chosen (s.e.)", "Chib (s.e.)", "Chib flagged", "chosen - Chib",
+            "in comb. s.e.", "agree", "both s.e. <= 0.5", "Chib s"]
+    body, failed = [], []
+    for k, res, chib in pairs:
+        value, se = num(chib["log_evidence"]), num(chib["stderr"])
+        gap = res.log_evidence - value
+        combined = math.hypot(res.stderr, se)
+        agree = within(gap, combined)
+        small = res.stderr <= 0.5 and se <= 0.5
+        if not (agree and small):
+            failed.append(k)
+        body.append([str(k), cell(res.log_evidence, res.stderr, "" if math.isfinite(
+                         res.log_evidence) else "no estimate"), cell(value, se, ""),
+                     "yes: " + chib["reason"] if not chib["reliable"] else "no", fmt(gap),
+                     fmt(distance(res.log_evidence, res.stderr, value, se), 1), yes(agree),
+                     yes(small),
+                     fmt(num(chib["seconds"]), 1)])
+    ks = [k for k, _, _ in pairs]
+    figure = (f"agree with s.e. <= 0.5 at K = {listed(ks)}" if not failed
+              else f"fails at K = {listed(failed)} (of {listed(ks)})")
+    flagged = [k for k, _, chib in pairs if not chib["reliable"]]
+    if flagged:
+        figure += f"; Chib flagged by its own check at K = {listed(flagged)}"
+    return (["The second, independent estimator: Chib's (`lcb.chib` at its defaults: Gibbs "
+             "chains from random allocations, theta* among the MAP and the draws), against the "
+             "chosen `lcb.smc` estimate (\"flagged\": Chib's own reliability check failed, "
+             "with its reason):", "", *md_table(head, body), ""],
+            [("election: two independent estimators (chosen `lcb.smc`, Chib) agree within "
+              "2 combined s.e., each s.e. <= 0.5, K = 1..6", "4", figure,
+              "met" if not failed else "**not met**")])
+
+
 def section_election(part: dict) -> tuple[list[str], list[tuple]]:
     if "skipped" in part:
         return [f"Skipped: {part['skipped']}.", ""], [
@@ -611,6 +660,8 @@ def section_election(part: dict) -> tuple[list[str], list[tuple]]:
     else:
         lines += ["AIS (the old default) was not run in this mode (`election_ais` off: quick "
                   "mode); the full run includes it.", ""]
+    chib_lines, chib_target = chib_check(part["candidates"], derived["results"])
+    lines += chib_lines
     results = derived["results"]
     both = [(row["classes"], res) for row, res in zip(part["candidates"], results, strict=True)
             if not res.smc_reason and not res.bridge_reason]
@@ -627,7 +678,8 @@ def section_election(part: dict) -> tuple[list[str], list[tuple]]:
     missing_k = [k for k in FULL.classes if k not in ks]
     ok = not disagree and not one
     below = derived["below"]
-    return lines, [("election (N = 1785, missing values): SMC and bridge both estimate and "
+    return lines, [*chib_target,
+                   ("election (N = 1785, missing values): SMC and bridge both estimate and "
                     "agree within 2 combined s.e. at K = 1..6", "4",
                     f"N = {part['rows']}: {figure} (SMC - bridge: {gaps})",
                     _verdict(ok, missing_k, "K") if ok else "**not met**"),
@@ -652,7 +704,8 @@ def section_timing(part: dict) -> tuple[list[str], list[tuple]]:
             body.append([f"{entry['rows']} x {entry['items']}", str(entry["patterns"]),
                          str(row["classes"]), f"{np.mean(res.run_steps):.0f}", fmt(per_run, 1),
                          fmt(per_run * DEFAULT_RUNS, 0), fmt(entry["compile_seconds"], 0)])
-        totals.append(f"{entry['rows']} x {entry['items']}: "
+        entry_ks = [row["classes"] for row in entry["candidates"]]
+        totals.append(f"{entry['rows']} x {entry['items']} (K = {listed(entry_ks)}): "
                       f"{sum(per_candidate) / 60:.1f} min")
     runs, particles = part["settings"]["timing_runs"], part["settings"]["particles"]
     done = {(e["rows"], e["items"]) for e in part["data"]}
@@ -663,8 +716,7 @@ def section_timing(part: dict) -> tuple[list[str], list[tuple]]:
              f"{DEFAULT_RUNS} (the default runs) x the mean seconds per run, a projection from "
              f"the {runs} runs. Rows x binary items simulated from part 3's model "
              f"({MODEL_TEXT}).", "", *md_table(head, body), ""]
-    ks = sorted({row["classes"] for e in part["data"] for row in e["candidates"]})
-    figure = f"K = {listed(ks)} together, at the default runs: " + "; ".join(totals)
+    figure = "the candidates together, at the default runs: " + "; ".join(totals)
     if missing:
         figure += f" (not run: {', '.join(missing)})"
     return lines, [("seconds per candidate at 10^3-10^5 rows (no numeric target in this "
@@ -680,11 +732,18 @@ SECTIONS = {
 }
 
 
-def report(parts: dict[str, dict], results: Path) -> str:
-    """The Markdown report of the parts saved in ``results`` (``name -> JSON record``)."""
+#: The folder (inside the results folder) of the parts run on a GPU.
+DEVICE_FOLDER = "gpu"
+
+
+def sections(parts: dict[str, dict], title_suffix: str, target_suffix: str
+             ) -> tuple[list[str], list[tuple]]:
+    """The report's section of every part and its rows of the targets table."""
     body, targets = [], []
     for name, (title, section) in SECTIONS.items():
-        body += [f"## {title}", ""]
+        if name not in parts and title_suffix:
+            continue
+        body += [f"## {title}{title_suffix}", ""]
         if name not in parts:
             body += [f"Not run yet: `python benchmarks/bench_evidence.py --parts {name}`.", ""]
             continue
@@ -695,7 +754,23 @@ def report(parts: dict[str, dict], results: Path) -> str:
                  f"on {part['started']}, load average {load[0]:.1f} before and "
                  f"{part['load_average_after'][0]:.1f} after; source {part['source']}.*", "",
                  *lines]
-        targets += found
+        targets += [(t, f"{p}{target_suffix}", f, v) for t, p, f, v in found]
+    return body, targets
+
+
+def report(parts: dict[str, dict], results: Path) -> str:
+    """The Markdown report of the parts saved in ``results`` (``name -> JSON record``)."""
+    body, targets = sections(parts, "", "")
+    device_parts = load_parts(results / DEVICE_FOLDER)
+    if device_parts:
+        device = next(iter(device_parts.values()))["machine"].get("device", "a GPU")
+        more_body, more_targets = sections(device_parts, f" (on {device})", " GPU")
+        body += [f"# On a GPU ({device})", "",
+                 f"The same parts run on a machine lent with one accelerator ({device}), "
+                 "saved in `" + shown(results / DEVICE_FOLDER) + "`; JAX ran there on the "
+                 "GPU, in 64-bit floats. These are not the 2-core figures the targets name, "
+                 "but the accuracy figures hold on any hardware.", "", *more_body]
+        targets += more_targets
     first = next(iter(parts.values()), None)
     modes = sorted({p["mode"] for p in parts.values()})
     head = ["#", "target", "our figure", "verdict"]

@@ -16,9 +16,10 @@ one maximum-likelihood EM fit, VBEM, AIS.
   all in one call.
 * ``ais``: :func:`lcbayes.ais` with ``ais_chains``, ``ais_temperatures``, ``ais_kernel``,
   ``ais_target_stderr`` and ``ais_max_chains``.
-* ``smc``: :func:`lcbayes.smc` (SMC over the rows, checked by bridge sampling) for
-  latent class candidates (``None`` otherwise), with ``smc_particles``, ``smc_runs`` and the
-  candidate's share of ``time_budget``.
+* ``smc``: :func:`lcbayes.smc` (SMC over the rows; for latent class candidates checked by
+  bridge sampling), with ``smc_particles``, ``smc_runs`` and the candidate's share of
+  ``time_budget``; ``None`` for a structure with more than ``MAX_ENUMERATED_STATES`` joint
+  hidden states.
 * ``laplace``: :func:`lcbayes.laplace` (Whiley §4.3: the MAP fit in the softmax basis with
   ``restarts`` and ``seed``, Dirichlet(1) prior), every variant from one Hessian.
 * ``chib``: :func:`lcbayes.chib` (Whiley §4.2) with its default draws, for latent class
@@ -48,7 +49,7 @@ from ..engines.vbem import vbem
 from ..indices import classification_quality
 from ..lrt import blrt, lmr
 from ..samplers.smc_evidence import smc
-from ..structure import Structure
+from ..structure import MAX_ENUMERATED_STATES, Structure
 from .registry import Column, Need, register_need
 
 __all__ = ["SMC_PADDING_ROWS", "CandidateFits"]
@@ -141,9 +142,10 @@ SMC_PADDING_ROWS = 1000
 
 
 def _smc(structure, data, settings, fits):
-    if structure.kind != "latent_class":
+    if structure.n_enumerated_states > MAX_ENUMERATED_STATES:
         return None
-    padding = _padding(structure, settings) if data.n_rows <= SMC_PADDING_ROWS else {}
+    padding = (_padding(structure, settings)
+               if structure.kind == "latent_class" and data.n_rows <= SMC_PADDING_ROWS else {})
     return smc(structure, data, particles=settings["smc_particles"], runs=settings["smc_runs"],
                time_budget=settings["smc_time_budget"], seed=settings["seed"], **padding)
 

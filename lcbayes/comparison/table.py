@@ -248,8 +248,9 @@ class Comparison:
         """Whether :attr:`best` is the latent class candidate with the most classes (module
         docstring): more classes than compared may fit better."""
         best = self.best
-        return best is not None and self.structures[self.names.index(best)].n_classes == \
-            self._largest_k(best)
+        largest = None if best is None else self._largest_k(best)
+        return largest is not None and \
+            self.structures[self.names.index(best)].n_classes == largest
 
     def wider_classes(self) -> range | None:
         """A wider range of numbers of classes to compare when :attr:`best_is_largest`: from

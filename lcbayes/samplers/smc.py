@@ -58,6 +58,7 @@ spread.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
 
@@ -70,7 +71,8 @@ from ..data import Dataset
 from .gibbs import LCPrior, class_log_lik, draw_dirichlets
 
 __all__ = ["MAX_TEMPER_STEPS", "MIN_PREFIX", "PREFIX_RATIO", "TEMPER_ESS", "Particles",
-           "PrefixClass", "SMCData", "run_smc", "smc_data"]
+           "PrefixClass", "RowModel", "SMCData", "filter_rows", "ordered_rows", "prefix_classes",
+           "run_smc", "smc_data", "sorted_allocations"]
 
 #: Prefix size classes shrink by this factor (module docstring).
 PREFIX_RATIO = 4
@@ -124,10 +126,10 @@ def _prefix_class(rows: np.ndarray) -> PrefixClass:
                        np.searchsorted(sorted_rows, patterns, "right").astype(np.int32))
 
 
-def smc_data(data: Dataset, rng: np.random.Generator) -> SMCData:
-    """The rows of ``data`` with at least one observed value, in a random order from ``rng``,
-    patterns renumbered by first occurrence, cut into prefix size classes."""
-    cards = np.asarray(data.cardinalities)
+def ordered_rows(data: Dataset, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``data`` with at least one observed value in a random order from ``rng``:
+    ``(codes (P, J), rows (N,))``, the patterns renumbered by first occurrence in the order
+    (``codes`` their values, -1 missing) and each row's pattern."""
     patterns = np.asarray(data.patterns)
     index = np.asarray(data.pattern_index)
     index = index[(patterns >= 0).any(axis=1)[index]]
@@ -135,17 +137,29 @@ def smc_data(data: Dataset, rng: np.random.Generator) -> SMCData:
     used = ordered[np.sort(np.unique(ordered, return_index=True)[1])]
     renumber = np.full(patterns.shape[0], -1)
     renumber[used] = np.arange(used.size)
-    rows = renumber[ordered].astype(np.int32)
-    width = int(cards.max())
-    one_hot = np.zeros((used.size, patterns.shape[1], width))
-    p, j = np.nonzero(patterns[used] >= 0)
-    one_hot[p, j, patterns[used][p, j]] = 1.0
+    return patterns[used], renumber[ordered].astype(np.int32)
+
+
+def prefix_classes(rows: np.ndarray) -> tuple[PrefixClass, ...]:
+    """The :class:`PrefixClass` of every size class (all ``N`` rows, ``N / 4``, ... down to
+    :data:`MIN_PREFIX` or more), largest first."""
     sizes = [rows.size]
     while sizes[-1] // PREFIX_RATIO >= MIN_PREFIX:
         sizes.append(-(-sizes[-1] // PREFIX_RATIO))
-    return SMCData(one_hot, np.arange(width)[None, :] < cards[:, None],
-                   tuple(_prefix_class(rows[:s]) for s in sizes),
-                   np.bincount(rows, minlength=used.size).astype(np.float64))
+    return tuple(_prefix_class(rows[:s]) for s in sizes)
+
+
+def smc_data(data: Dataset, rng: np.random.Generator) -> SMCData:
+    """The rows of ``data`` for a latent class model (:func:`ordered_rows`), cut into prefix
+    size classes."""
+    cards = np.asarray(data.cardinalities)
+    codes, rows = ordered_rows(data, rng)
+    width = int(cards.max())
+    one_hot = np.zeros((*codes.shape, width))
+    p, j = np.nonzero(codes >= 0)
+    one_hot[p, j, codes[p, j]] = 1.0
+    return SMCData(one_hot, np.arange(width)[None, :] < cards[:, None], prefix_classes(rows),
+                   np.bincount(rows, minlength=codes.shape[0]).astype(np.float64))
 
 
 class Particles(NamedTuple):
@@ -160,7 +174,7 @@ class Particles(NamedTuple):
 
 
 class _Loop(NamedTuple):
-    particles: Particles
+    particles: object       # the particles' states (M, ...)
     log_w: jax.Array        # (M,) normalised log weights
     log_z: jax.Array
     moves: jax.Array        # resample-move steps so far
@@ -214,20 +228,27 @@ def _systematic(key, log_w: jax.Array) -> jax.Array:
     return jnp.minimum(jnp.searchsorted(cdf, u * cdf[-1]), m - 1)
 
 
-def _class_counts(key, one_hot, categories, prefix: PrefixClass, n_included, log_weights,
-                  log_theta) -> tuple[jax.Array, jax.Array]:
-    """The allocation half of the Gibbs sweep for one particle: every row among the first
-    ``n_included`` of the order draws its class given ``(pi, theta)`` (inverse CDF of one
-    uniform); returns the class counts ``n_k (S,)`` and ``n_kjr (S, J, R)`` (each pattern's
-    rows counted from the cumulative sum over its segment of the sorted rows)."""
-    slots = log_weights.shape[0]
-    logits = log_weights[None, :] + class_log_lik(one_hot, categories, log_theta)
+def sorted_allocations(key, logits: jax.Array, prefix: PrefixClass, n_included) -> jax.Array:
+    """``(P, S)`` rows of each pattern drawn into each state: every row among the first
+    ``n_included`` of the order draws its state from the softmax of its pattern's ``logits``
+    (inverse CDF of one uniform); each pattern's rows are counted from the cumulative sum over
+    its segment of the sorted rows (no scatter)."""
+    slots = logits.shape[1]
     cdf = jnp.cumsum(jax.nn.softmax(logits, axis=1), axis=1)[prefix.sorted_rows]
     u = jax.random.uniform(key, prefix.sorted_rows.shape) * cdf[:, -1]
     z = jnp.minimum((u[:, None] > cdf).sum(axis=1), slots - 1)
     chosen = jax.nn.one_hot(z, slots) * (prefix.position < n_included)[:, None]
     cum = jnp.concatenate([jnp.zeros((1, slots)), jnp.cumsum(chosen, axis=0)])
-    n_pk = cum[prefix.ends] - cum[prefix.starts]
+    return cum[prefix.ends] - cum[prefix.starts]
+
+
+def _class_counts(key, one_hot, categories, prefix: PrefixClass, n_included, log_weights,
+                  log_theta) -> tuple[jax.Array, jax.Array]:
+    """The allocation half of the Gibbs sweep for one particle: the class counts ``n_k (S,)``
+    and ``n_kjr (S, J, R)`` of the first ``n_included`` rows' classes drawn given ``(pi,
+    theta)``."""
+    logits = log_weights[None, :] + class_log_lik(one_hot, categories, log_theta)
+    n_pk = sorted_allocations(key, logits, prefix, n_included)
     return n_pk.sum(axis=0), jnp.einsum("pk,pjr->kjr", n_pk, one_hot)
 
 
@@ -259,34 +280,33 @@ def _draw_parameters(key, prior: LCPrior, categories, active, particles: Particl
     return particles._replace(log_weights=log_w, log_theta=log_t)
 
 
-@partial(jax.jit, static_argnames=("particles", "sweeps", "max_moves", "draws"))
-def run_smc(key, data: SMCData, prior: LCPrior, k, ess_target, temper_ess=TEMPER_ESS, *,
-            particles: int, sweeps: int, max_moves: int, draws: int
-            ) -> tuple[jax.Array, jax.Array, jax.Array, Particles]:
-    """One SMC run (module docstring) from ``key``, rows tempered below an effective sample
-    size of ``temper_ess M``: ``(ln Z_hat, resample-move steps, history,
-    posterior draws)``; the history is ``(max_moves, 2)`` rows ``(rows added, ESS)`` at each
-    resampling, zeros after the last. Past ``max_moves`` resamplings the particles are still
-    resampled but no longer moved (the estimate stays unbiased, its error grows). The posterior
-    draws are ``draws`` further Gibbs sweeps of the final particles at all the rows, stacked
-    (``(draws, M, ...)``): each a parameter draw with the class counts it was drawn from."""
-    rows = data.classes[0].rows
-    total = rows.shape[0]
-    slots = prior.delta.shape[0]
-    active = jnp.arange(slots) < k
-    log_target = jnp.log(ess_target * particles)
-    table_shape = (particles, *prior.lam.shape)
-    start = _Loop(Particles(jnp.zeros((particles, slots)), jnp.zeros(table_shape),
-                            jnp.zeros((particles, slots)), jnp.zeros(table_shape)),
-                  jnp.full(particles, -jnp.log(particles)), jnp.asarray(0.0), jnp.asarray(0),
-                  key, jnp.zeros((max_moves, 2)))
-    allocations = [partial(_allocate, i, data) for i in range(len(data.classes))]
-    predictive = jax.vmap(log_predictive, (None, None, None, 0, 0, None))
+class RowModel(NamedTuple):
+    """What the particle filter needs of a model, on particle states ``(M, ...)``:
 
-    def sweep(n, particles, key):
-        k_par, k_rows = jax.random.split(key)
-        particles = _draw_parameters(k_par, prior, data.categories, active, particles)
-        return jax.lax.switch(_holding(data, n), allocations, k_rows, n, particles)
+    Attributes:
+        start: the ``M`` particles before any row (no rows allocated).
+        log_predictive: ``(state, i) -> (M, S)`` ``ln p(y_i, z_i = s | z_<i, y_<i)`` of the
+            ``i``-th row of the order for every state ``s`` of its hidden variables, the
+            parameters integrated out (``-inf`` for impossible states).
+        add: ``(state, i, z (M,)) -> state`` with row ``i`` allocated to ``z``.
+        sweep: ``(n, state, key) -> state`` after one exact data-augmentation Gibbs sweep at the
+            posterior of the first ``n`` rows (parameters from their Dirichlet posteriors, then
+            every row's hidden state given them).
+    """
+
+    start: object
+    log_predictive: Callable
+    add: Callable
+    sweep: Callable
+
+
+def filter_rows(key, model: RowModel, total: int, ess_target, temper_ess, *, particles: int,
+                sweeps: int, max_moves: int) -> _Loop:
+    """The particle filter of the module docstring over ``total`` rows (traced inside a
+    caller's ``jax.jit``): the final loop state, whose ``log_z`` is ``ln Z_hat``."""
+    log_target = jnp.log(ess_target * particles)
+    start = _Loop(model.start, jnp.full(particles, -jnp.log(particles)), jnp.asarray(0.0),
+                  jnp.asarray(0), key, jnp.zeros((max_moves, 2)))
 
     def resampled(loop: _Loop, n, carried):
         """Systematic resampling of the particles (and of ``carried``, per particle), the
@@ -306,23 +326,23 @@ def run_smc(key, data: SMCData, prior: LCPrior, k, ess_target, temper_ess=TEMPER
         loop, (moved, _), k_move = resampled(loop, n, None)
         keys = jax.random.split(k_move, sweeps)
         for s in range(sweeps):   # a few sweeps: unrolled
-            moved = jax.lax.cond(can_move, sweep, lambda n, p, k: p, n, moved, keys[s])
+            moved = jax.lax.cond(can_move, model.sweep, lambda n, p, k: p, n, moved, keys[s])
         return loop._replace(particles=moved)
 
-    def row_predictive(particles: Particles, y) -> jax.Array:
-        return predictive(prior, data.categories, active, particles.n_k, particles.n_kjr, y)
+    def row_weight(state, i) -> jax.Array:
+        return logsumexp(model.log_predictive(state, i), axis=1)
 
-    def tempered_move(loop: _Loop, log_inc, power, n, y) -> tuple[_Loop, jax.Array]:
+    def tempered_move(loop: _Loop, log_inc, power, i) -> tuple[_Loop, jax.Array]:
         """Resample, then ``sweeps`` Metropolis-Hastings steps with Gibbs proposals at
-        ``p(z_<n | y_<n) w^power`` (module docstring)."""
+        ``p(z_<i | y_<i) w^power`` (module docstring)."""
         can_move = loop.moves < max_moves
-        loop, (moved, log_inc), k_move = resampled(loop, n, log_inc)
+        loop, (moved, log_inc), k_move = resampled(loop, i, log_inc)
 
         def metropolis(state, key):
             current, log_inc = state
             k_sweep, k_accept = jax.random.split(key)
-            proposed = sweep(n, current, k_sweep)
-            proposed_inc = logsumexp(row_predictive(proposed, y), axis=1)
+            proposed = model.sweep(i, current, k_sweep)
+            proposed_inc = row_weight(proposed, i)
             accept = (jnp.log(jax.random.uniform(k_accept, log_inc.shape))
                       < power * (proposed_inc - log_inc))
 
@@ -337,8 +357,8 @@ def run_smc(key, data: SMCData, prior: LCPrior, k, ess_target, temper_ess=TEMPER
             lambda s: s, (moved, log_inc))
         return loop._replace(particles=moved), log_inc
 
-    def temper_row(loop: _Loop, log_inc, n, y) -> _Loop:
-        """Add row ``n``'s predictive in tempered steps up to power one (module docstring)."""
+    def temper_row(loop: _Loop, log_inc, i) -> _Loop:
+        """Add row ``i``'s predictive in tempered steps up to power one (module docstring)."""
         def unfinished(state):
             return state[1] < 1.0
 
@@ -353,33 +373,70 @@ def run_smc(key, data: SMCData, prior: LCPrior, k, ess_target, temper_ess=TEMPER
                                  log_z=loop.log_z + logsumexp(log_w))
             loop, log_inc = jax.lax.cond(power < 1.0, tempered_move,
                                          lambda loop, log_inc, *_: (loop, log_inc),
-                                         loop, log_inc, power, n, y)
+                                         loop, log_inc, power, i)
             return loop, power, log_inc, count + 1
 
         start = (loop, jnp.asarray(0.0), log_inc, jnp.asarray(0))
         return jax.lax.while_loop(unfinished, step, start)[0]
 
-    def whole_row(loop: _Loop, log_inc, n, y) -> _Loop:
+    def whole_row(loop: _Loop, log_inc, i) -> _Loop:
         log_w = loop.log_w + log_inc
         return loop._replace(log_w=log_w - logsumexp(log_w), log_z=loop.log_z + logsumexp(log_w))
 
     def add_row(loop: _Loop, i) -> tuple[_Loop, None]:
-        y = data.one_hot[rows[i]]
-        log_inc = logsumexp(row_predictive(loop.particles, y), axis=1)
+        log_inc = row_weight(loop.particles, i)
         crash = _ess_fraction(loop.log_w + log_inc) < temper_ess
-        loop = jax.lax.cond(crash, temper_row, whole_row, loop, log_inc, i, y)
+        loop = jax.lax.cond(crash, temper_row, whole_row, loop, log_inc, i)
         key, k_z = jax.random.split(loop.key)
-        log_pred = row_predictive(loop.particles, y)
-        z = jax.random.categorical(k_z, log_pred)
-        add = jax.nn.one_hot(z, slots)
-        grown = loop.particles._replace(n_k=loop.particles.n_k + add,
-                                        n_kjr=loop.particles.n_kjr + add[:, :, None, None] * y)
-        loop = loop._replace(particles=grown, key=key)
+        z = jax.random.categorical(k_z, model.log_predictive(loop.particles, i))
+        loop = loop._replace(particles=model.add(loop.particles, i, z), key=key)
         low = 2.0 * logsumexp(loop.log_w) - logsumexp(2.0 * loop.log_w) < log_target
         return jax.lax.cond(low | (i == total - 1), resample_move, lambda loop, n: loop,
                             loop, i + 1), None
 
-    end = jax.lax.scan(add_row, start, jnp.arange(total))[0]
+    return jax.lax.scan(add_row, start, jnp.arange(total))[0]
+
+
+@partial(jax.jit, static_argnames=("particles", "sweeps", "max_moves", "draws"))
+def run_smc(key, data: SMCData, prior: LCPrior, k, ess_target, temper_ess=TEMPER_ESS, *,
+            particles: int, sweeps: int, max_moves: int, draws: int
+            ) -> tuple[jax.Array, jax.Array, jax.Array, Particles]:
+    """One SMC run of a latent class model (module docstring) from ``key``, rows tempered
+    below an effective sample size of ``temper_ess M``: ``(ln Z_hat, resample-move steps,
+    history, posterior draws)``; the history is ``(max_moves, 2)`` rows ``(rows added, ESS)``
+    at each resampling, zeros after the last. Past ``max_moves`` resamplings the particles are
+    still resampled but no longer moved (the estimate stays unbiased, its error grows). The
+    posterior draws are ``draws`` further Gibbs sweeps of the final particles at all the rows,
+    stacked (``(draws, M, ...)``): each a parameter draw with the class counts it was drawn
+    from."""
+    rows = data.classes[0].rows
+    total = rows.shape[0]
+    slots = prior.delta.shape[0]
+    active = jnp.arange(slots) < k
+    table_shape = (particles, *prior.lam.shape)
+    allocations = [partial(_allocate, i, data) for i in range(len(data.classes))]
+    predictive = jax.vmap(log_predictive, (None, None, None, 0, 0, None))
+
+    def sweep(n, particles, key):
+        k_par, k_rows = jax.random.split(key)
+        particles = _draw_parameters(k_par, prior, data.categories, active, particles)
+        return jax.lax.switch(_holding(data, n), allocations, k_rows, n, particles)
+
+    def row_predictive(particles: Particles, i) -> jax.Array:
+        return predictive(prior, data.categories, active, particles.n_k, particles.n_kjr,
+                          data.one_hot[rows[i]])
+
+    def add(particles: Particles, i, z) -> Particles:
+        y = data.one_hot[rows[i]]
+        one = jax.nn.one_hot(z, slots)
+        return particles._replace(n_k=particles.n_k + one,
+                                  n_kjr=particles.n_kjr + one[:, :, None, None] * y)
+
+    model = RowModel(Particles(jnp.zeros((particles, slots)), jnp.zeros(table_shape),
+                               jnp.zeros((particles, slots)), jnp.zeros(table_shape)),
+                     row_predictive, add, sweep)
+    end = filter_rows(key, model, total, ess_target, temper_ess, particles=particles,
+                      sweeps=sweeps, max_moves=max_moves)
 
     def posterior_draw(particles, key):
         k_par, k_rows = jax.random.split(key)

@@ -26,6 +26,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import time
 
 import jax
@@ -47,7 +48,8 @@ from ..validation import (
 )
 from .bridge import bridge_estimate
 from .gibbs import LCPrior
-from .smc import SMCData, run_smc, smc_data
+from .smc import TEMPER_ESS, SMCData, run_smc, smc_data
+from .smc_network import network_data, network_prior, run_network_smc
 from .smc_result import MIN_RUNS, SMCResult
 
 __all__ = ["smc", "smc_prior"]
@@ -113,7 +115,10 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
     ``settings["rounds"]``.
 
     Args:
-        structure: a latent class structure (:func:`lcbayes.latent_class`).
+        structure: a latent class structure (:func:`lcbayes.latent_class`), or an HLC tree
+            or DAG (:func:`lcbayes.hlc`, :func:`lcbayes.dag`): those get the SMC estimate
+            alone (:mod:`lcbayes.samplers.smc_network`; bridge sampling needs the class
+            symmetry of a latent class model).
         data: the data; missing values are summed out, rows with none observed add nothing.
         particles: particles per run in the first round (at least 4; half of the final ones
             build the bridge's importance density, half are bridged with).
@@ -144,9 +149,6 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
         An :class:`~lcbayes.SMCResult`.
     """
     start, seed = start_engine(structure, seed)
-    if structure.kind != "latent_class":
-        raise ArgumentError(f"smc estimates the evidence of latent class models "
-                            f"(lcbayes.latent_class), got a {structure.kind} structure")
     particles = check_int(particles, "particles", 4)
     settings = {"runs": check_int(runs, "runs", 2), "sweeps": check_int(sweeps, "sweeps", 1),
                 "max_runs": check_int(max_runs, "max_runs", 2),
@@ -160,13 +162,38 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
         time_budget = check_positive(time_budget, "time_budget")
     if target_stderr is not None:
         target_stderr = check_positive(target_stderr, "target_stderr")
-    k = structure.cardinalities[structure.root]
-    slots = k if pad_classes is None else check_int(pad_classes, "pad_classes", k)
     data = fit_data(structure, data)
-    ordered = smc_data(data, numpy_rng(seed))
-    lc_prior = smc_prior(structure, prior, slots, ordered.categories)
-    device_data = jax.tree.map(jnp.asarray, ordered)
     key = prng_key(seed)
+    if structure.kind == "latent_class":
+        k = structure.n_classes
+        slots = k if pad_classes is None else check_int(pad_classes, "pad_classes", k)
+        ordered = smc_data(data, numpy_rng(seed))
+        lc_prior = smc_prior(structure, prior, slots, ordered.categories)
+        device_data = jax.tree.map(jnp.asarray, ordered)
+        sizes = {"rows": int(ordered.classes[0].rows.size),
+                 "patterns": int(ordered.one_hot.shape[0])}
+        unavailable = ""
+
+        def one_run(run_key, m):
+            return _one_run(run_key, device_data, lc_prior, k, settings, m)
+    else:
+        if pad_classes is not None:
+            raise ArgumentError("pad_classes applies to latent class models only")
+        k = None
+        network = network_data(structure, data, numpy_rng(seed))
+        lam = jnp.asarray(network_prior(structure, prior))
+        device_network = jax.tree.map(jnp.asarray, network)
+        sizes = {"rows": int(network.rows.size), "patterns": int(network.classes[0].ends.size),
+                 "kind": structure.kind}
+        unavailable = (f"bridge sampling needs the class symmetry of a latent class model; "
+                       f"not available for a {structure.kind} structure")
+
+        def one_run(run_key, m):
+            log_z, steps, _ = run_network_smc(
+                run_key, device_network, lam, settings["ess_target"], TEMPER_ESS,
+                structure=structure, particles=m, sweeps=settings["sweeps"],
+                max_moves=MAX_MOVES)
+            return float(log_z), math.nan, int(steps)
     rounds: list[dict] = []
     made = 0
 
@@ -174,7 +201,8 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
         run_smc_values, run_bridge, steps = (np.asarray(v) for v in zip(*estimates,
                                                                         strict=True))
         return SMCResult.from_runs(
-            run_smc_values, run_bridge, run_steps=steps.astype(np.int64),
+            run_smc_values, run_bridge, bridge_unavailable=unavailable,
+            run_steps=steps.astype(np.int64),
             run_seconds=np.asarray(seconds), seconds=time.perf_counter() - start,
             n_classes=k, particles=m, sweeps=settings["sweeps"],
             ess_target=settings["ess_target"],
@@ -184,8 +212,7 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
                       "target_stderr": target_stderr,
                       "max_particles": settings["max_particles"], "time_budget": time_budget,
                       "stopped": stopped, "rounds": rounds, "pad_classes": pad_classes,
-                      "rows": int(ordered.classes[0].rows.size),
-                      "patterns": int(ordered.one_hot.shape[0])})
+                      **sizes})
 
     def fits(per_run: float) -> bool:
         return time_budget is None or time.perf_counter() - start + per_run <= time_budget
@@ -209,8 +236,7 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
                 stopped = "time_budget"
                 break
             t = time.perf_counter()
-            estimates.append(_one_run(jax.random.fold_in(key, made), device_data, lc_prior,
-                                      k, settings, m))
+            estimates.append(one_run(jax.random.fold_in(key, made), m))
             seconds.append(time.perf_counter() - t)
             made += 1
         final = result(estimates, seconds, m, stopped)

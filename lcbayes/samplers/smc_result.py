@@ -89,7 +89,8 @@ class SMCResult:
             either is missing).
         run_smc, run_bridge: ``(R,)`` every run's ``ln Z_r`` and ``ln B_r``.
         run_steps, run_seconds: ``(R,)`` SMC steps and seconds of every run.
-        n_classes: ``K``; particles, sweeps, ess_target, bridge_draws: the settings.
+        n_classes: ``K`` of a latent class model (``None`` for other structures); particles,
+            sweeps, ess_target, bridge_draws: the settings.
         seed, seconds: the seed and the wall-clock time (compilation included).
         settings: the rest (``runs``, ``max_runs``, ``target_stderr``, ``max_particles``
             and ``time_budget`` asked for; ``stopped``: why the last round's runs ended
@@ -111,7 +112,7 @@ class SMCResult:
     run_bridge: np.ndarray
     run_steps: np.ndarray
     run_seconds: np.ndarray
-    n_classes: int
+    n_classes: int | None
     particles: int
     sweeps: int
     ess_target: float
@@ -121,12 +122,16 @@ class SMCResult:
     settings: dict = field(default_factory=dict)
 
     @classmethod
-    def from_runs(cls, run_smc, run_bridge, **fields) -> SMCResult:
-        """The result of the runs' estimates and the other fields."""
+    def from_runs(cls, run_smc, run_bridge, bridge_unavailable: str = "", **fields
+                  ) -> SMCResult:
+        """The result of the runs' estimates and the other fields; ``bridge_unavailable``
+        says why there is no bridge estimate at all (its runs are then NaN)."""
         run_smc = np.asarray(run_smc, dtype=np.float64)
         run_bridge = np.asarray(run_bridge, dtype=np.float64)
         smc, smc_se, smc_reason = run_statistics(run_smc, pooled=True)
-        bridge, bridge_se, bridge_reason = run_statistics(run_bridge, pooled=False)
+        bridge, bridge_se, bridge_reason = (
+            (math.nan, math.nan, bridge_unavailable) if bridge_unavailable
+            else run_statistics(run_bridge, pooled=False))
         agree = bool(np.isfinite(smc) and np.isfinite(bridge) and abs(smc - bridge)
                      <= 2.0 * math.hypot(smc_se, bridge_se) + ROUNDING)
         estimates = [(v, se) for v, se in ((bridge, bridge_se), (smc, smc_se)) if np.isfinite(v)]
@@ -184,8 +189,10 @@ class SMCResult:
                    else "DISAGREE beyond their error bars" if
                    np.isfinite(self.smc_log_evidence) and np.isfinite(self.bridge_log_evidence)
                    else "cannot be compared")
+        model = (f"{self.n_classes} classes" if self.n_classes is not None
+                 else f"a {self.settings.get('kind', 'network')} structure")
         return "\n".join([
-            f"SMC over the rows, {self.n_classes} classes: {self.runs} runs of "
+            f"SMC over the rows, {model}: {self.runs} runs of "
             f"{self.particles} particles, {self.sweeps} Gibbs sweeps per step, "
             f"{fmt(self.seconds)} s",
             line("SMC", self.smc_log_evidence, self.smc_stderr, self.smc_reason),

@@ -12,7 +12,8 @@ Flags (thresholds reported in the run's metadata):
 * ``smc_below_vbem``: ``smc_evidence < F - SMC_BELOW_VBEM_SE * se`` with the uncorrected VB bound
   ``F``: a lower bound cannot exceed the evidence, so the estimate is wrong; it is not used.
 * ``smc_no_estimate``: a run statistic gave no estimate (too few runs in the time budget, or runs
-  spread too widely); the reason is the flag's text.
+  spread too widely); the reason is the flag's text. HLC trees and DAGs have the SMC estimate
+  alone (no bridge sampling), which is not flagged.
 * ``chib_disagree`` (when ``chib`` is requested too and is reliable): ``|smc_evidence - chib| >
   SMC_DISAGREE_SE * sqrt(se^2 + se_chib^2)``. Chib's estimator (independent Gibbs chains,
   symmetrised over the relabellings) is the independent cross-check where K is not larger than
@@ -95,8 +96,9 @@ def _no_estimate(comp, i: int) -> str | None:
     result = (comp.fits.get("smc") or (None,) * len(comp.names))[i]
     if result is None:
         return None
-    reasons = [f"{name}: {reason}" for name, reason in (("bridge", result.bridge_reason),
-                                                        ("SMC", result.smc_reason)) if reason]
+    checked = (("bridge", result.bridge_reason),) if result.n_classes is not None else ()
+    reasons = [f"{name}: {reason}" for name, reason in (*checked, ("SMC", result.smc_reason))
+               if reason]
     return "; ".join(reasons) or None
 
 
