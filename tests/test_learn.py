@@ -207,6 +207,12 @@ def test_vbem_score_is_the_corrected_bound(small):
     assert res.score == pytest.approx(vb.elbo_corrected, abs=1e-6)
 
 
+def test_smc_score_is_lcb_smc_at_seed_0(small):
+    res = lcb.learn_classes(small, score="smc", seed=0, max_classes=2)
+    again = lcb.smc(res.structure, small, seed=0)
+    assert np.isfinite(res.score) and res.score == again.log_evidence
+
+
 def test_result_round_trips_and_is_a_compare_candidate(small, tmp_path):
     res = lcb.learn_classes(small, seed=0)
     spec = json.loads(json.dumps(res.to_dict()))

@@ -176,9 +176,6 @@ def test_a_time_budget_stops_the_runs():
 def test_bad_arguments_are_refused():
     data = _small()
     structure = lcb.latent_class(data, 2)
-    tree = lcb.hlc(data, {"H": ["X1", "X2", "X3", "X4"]}, {"H": 2})
-    with pytest.raises(lcb.ArgumentError, match="latent class models"):
-        lcb.smc(tree, data)
     with pytest.raises(lcb.ArgumentError, match="runs"):
         lcb.smc(structure, data, runs=1)
     with pytest.raises(lcb.ArgumentError, match="ess_target"):

@@ -12,6 +12,11 @@ default here. The others are lcbayes's, beyond the thesis:
   2006), from one VBEM run started at the model (Corollary 6.2: ``F >= CS``). Slower: each
   score is a VBEM run.
 
+* ``smc``: the log evidence itself, :func:`lcbayes.smc` at its defaults (seed 0): SMC over
+  the rows, checked by bridge sampling for latent class models (HLC trees get the SMC
+  estimate). The slowest; a model whose runs give no estimate stops the search with the
+  reason.
+
 ``N`` is the number of rows with at least one observed value. Within one step of a search the
 candidates have the same structure, so the search picks among them by log-likelihood and scores
 only the winner (:class:`Scorer`).
@@ -30,6 +35,7 @@ from .. import scores
 from ..constructors import latent_class
 from ..data import Dataset
 from ..dimension import effective_dimension
+from ..errors import LcbayesError
 from ..inference import e_step
 from ..params import from_tables
 from ..structure import Structure
@@ -43,6 +49,8 @@ SCORES = {
     "aic": "AIC, LL - d",
     "icl": "ICL-BIC, BIC - entropy of the class memberships",
     "vbem": "alias-corrected variational lower bound F + ln S (one VBEM run per score)",
+    "smc": "ln p(y | m) by SMC over the rows (lcb.smc, seed 0; bridge-checked for latent "
+           "class models; slowest)",
 }
 
 
@@ -98,6 +106,17 @@ class Scorer:
         fit = em(structure, self.data, restarts=0, init=from_tables(structure, tables),
                  max_iter=1)
         return vbem(structure, self.data, restarts=0, init=fit).elbo_corrected
+
+
+    def _smc(self, structure: Structure, tables: tuple, loglik: float) -> float:
+        from ..samplers.smc_evidence import smc
+
+        result = smc(structure, self.data, seed=0)
+        if not np.isfinite(result.log_evidence):
+            raise LcbayesError(f"score='smc': lcb.smc gave no estimate for {structure.kind} "
+                               f"structure ({result.smc_reason}; {result.bridge_reason}); "
+                               "use score='vbem' or lcb.smc with more particles")
+        return result.log_evidence
 
 
 _e_step = jax.jit(e_step, static_argnums=0)

@@ -124,8 +124,8 @@ def learn_classes(
     Args:
         data: the data (a :class:`~lcbayes.Dataset` or a DataFrame of categorical columns);
             missing values are marginalised.
-        score: ``"bic"`` (default, the thesis's), ``"bic_e"``, ``"aic"``, ``"icl"`` or
-            ``"vbem"`` (:mod:`lcbayes.learn.scoring`).
+        score: ``"bic"`` (default, the thesis's), ``"bic_e"``, ``"aic"``, ``"icl"``,
+            ``"vbem"`` or ``"smc"`` (the log evidence; :mod:`lcbayes.learn.scoring`).
         method: ``"splitmerge"`` (parameter reuse, Procedure 6.1), ``"splitmerge_noadjust"``
             (without the Adjust move, Table 6.15), ``"standard3"`` (random restarts in the
             same loop) or ``"fixed"`` (StandardFixed: random restarts at ``classes``).

@@ -269,8 +269,8 @@ def learn_tree(
     Args:
         data: the data (a :class:`~lcbayes.Dataset` or a DataFrame of categorical columns,
             at least 3 columns); missing values are marginalised.
-        score: ``"bic"`` (default), ``"bic_e"``, ``"aic"``, ``"icl"`` or ``"vbem"``
-            (:mod:`lcbayes.learn.scoring`); candidates are ranked by BIC (AIC for
+        score: ``"bic"`` (default), ``"bic_e"``, ``"aic"``, ``"icl"``, ``"vbem"`` or
+            ``"smc"`` (:mod:`lcbayes.learn.scoring`); candidates are ranked by BIC (AIC for
             ``"aic"``) after their local EM, and the winner is accepted by ``score``.
         seed: a non-negative integer or a ``jax.random`` key; the same seed gives the same
             path.

@@ -48,7 +48,8 @@ from ..validation import (
 )
 from .bridge import bridge_estimate
 from .gibbs import LCPrior
-from .smc import TEMPER_ESS, SMCData, run_smc, smc_data
+from .particle_filter import TEMPER_ESS
+from .smc import SMCData, run_smc, smc_data
 from .smc_network import network_data, network_prior, run_network_smc
 from .smc_result import MIN_RUNS, SMCResult
 
