@@ -65,12 +65,14 @@ def add_parser(sub) -> None:
                      help=f"random seed (default {default(compare, 'seed')})")
     cmp.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                      help="seconds for the SMC evidence runs of all candidates together, "
-                          "shared equally (default: --smc-runs runs each)")
+                          "shared equally (default: no limit)")
     cmp.add_argument("--smc-particles", type=int, default=None,
-                     help=f"particles per SMC run (default {default(compare, 'smc_particles')})")
+                     help=f"particles per SMC run in the first round (default "
+                          f"{default(compare, 'smc_particles')}; doubled where a round gives "
+                          "no estimate)")
     cmp.add_argument("--smc-runs", type=int, default=None,
-                     help=f"most independent SMC runs per candidate (default "
-                          f"{default(compare, 'smc_runs')})")
+                     help=f"independent SMC runs per candidate before the error target "
+                          f"decides (default {default(compare, 'smc_runs')})")
     cmp.add_argument("--chains", type=int, default=None,
                      help=f"AIS chains (default {default(compare, 'ais_chains')})")
     cmp.add_argument("--temperatures", type=int, default=None,

@@ -218,11 +218,13 @@ def compare(
             standard error is at most ``ais_target_stderr`` or ``ais_max_chains`` chains
             (default ``8 * ais_chains``) have run; ``None``: one group. On carcinoma (118
             rows) K = 2..5 reach 0.15 with 32-64 chains of 4096 temperatures.
-        smc_particles, smc_runs: particles per SMC run and the most runs
-            (:func:`lcbayes.smc`); the runs' spread is the error bar of both of its estimates.
+        smc_particles, smc_runs: particles and runs of the first SMC round
+            (:func:`lcbayes.smc`: more runs follow up to its error target, and rounds with
+            twice the particles where a round gives no estimate); the runs' spread is the error
+            bar of both of its estimates.
         time_budget: seconds for the SMC runs of all candidates together, shared equally
-            (each candidate stops starting runs once its share is spent, after two); ``None``:
-            ``smc_runs`` runs each.
+            (each candidate stops starting runs and rounds once its share would be spent,
+            after two runs); ``None``: no limit.
         exact: ``"auto"`` computes the exact evidence where it needs at most ``max_terms``
             terms (a structure with nothing hidden to sum, e.g. one class, always), ``True``
             requires it (:class:`~lcbayes.TooLargeError` otherwise), ``False`` skips it.
