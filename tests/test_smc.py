@@ -147,6 +147,7 @@ def test_runs_are_added_until_the_error_target_or_the_most_runs():
     assert all(r["stopped"] == "max_runs" for r in grown.settings["rounds"])
     back = lcb.SMCResult.from_dict(json.loads(json.dumps(grown.to_dict())))
     assert back.settings["rounds"][1]["particles"] == 16
+    assert "after rounds with 8, 16 particles" in grown.summary()
     fixed = lcb.smc(structure, data, particles=16, runs=3, target_stderr=None, seed=1)
     assert fixed.runs == 3 and fixed.settings["stopped"] == "runs"
 

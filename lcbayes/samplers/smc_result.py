@@ -198,7 +198,10 @@ class SMCResult:
             line("SMC", self.smc_log_evidence, self.smc_stderr, self.smc_reason),
             line("bridge sampling", self.bridge_log_evidence, self.bridge_stderr,
                  self.bridge_reason),
-            f"  the two estimates {verdict}"])
+            f"  the two estimates {verdict}",
+            *([f"  after rounds with {', '.join(str(r['particles']) for r in rounds)} "
+               "particles that gave no estimate or too large an error"]
+              if (rounds := self.settings.get("rounds")) else [])])
 
     def __repr__(self) -> str:
         return self.summary()
