@@ -46,3 +46,14 @@ def test_network_smc_refuses_class_padding():
     structure, data = _hlc()
     with pytest.raises(lcb.ArgumentError, match="pad_classes"):
         lcb.smc(structure, data, pad_classes=3)
+
+
+def test_compare_gives_an_hlc_candidate_the_smc_evidence_without_a_flag():
+    structure, data = _hlc()
+    lc = lcb.latent_class(data, 2)
+    comp = lcb.compare(data, {"LC2": lc, "HLC": structure}, methods=["bic", "smc"], seed=0)
+    row = comp.to_frame().set_index("name").loc["HLC"]
+    assert np.isfinite(row["smc"]) and np.isnan(row["bridge"])
+    assert row["evidence_method"] == "smc" and row["log_evidence"] == row["smc_evidence"]
+    assert "smc_no_estimate" not in row["flags"]
+    assert not comp.best_is_largest or comp.best == "LC2"
