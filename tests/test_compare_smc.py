@@ -63,6 +63,11 @@ def test_an_estimate_below_the_bound_is_vetoed(comp):
     row = frame.iloc[1]
     assert "smc_below_vbem" in row["flags"]
     assert row["evidence_method"] == "vbem"  # the next estimate
+    # an estimate on the bound to rounding (exact at one class: F = ln Z) is not flagged
+    rounding = _result([vb - 1e-7] * 2, [vb - 1e-7] * 2)
+    frame = comp.with_fits(smc=(comp.fits["smc"][0], rounding)).to_frame()
+    assert "smc_below_vbem" not in frame.iloc[1]["flags"]
+    assert "smc_below_vbem" not in comp.to_frame().iloc[0]["flags"]
 
 
 def test_disagreement_and_missing_estimates_are_flagged(comp):
