@@ -804,8 +804,9 @@ def report(parts: dict[str, dict], results: Path) -> str:
         m = first["machine"]
         lines += [f"**Machine**: {m['cores']} cores ({m['cpu']}), "
                   f"{fmt(m['memory_gib'], 0)} GiB memory, shared with other work (each part "
-                  "gives its load average); no GPU used (JAX backend "
-                  f"{first['versions']['jax_backend']}).", ""]
+                  "gives its load average); JAX backend "
+                  f"{first['versions']['jax_backend']} (parts run on a GPU have their own "
+                  "section at the end).", ""]
     lines += ["**Estimators**: `lcb.smc` runs a collapsed particle filter over the rows (the "
               "*SMC* estimate, the log of the mean of the runs' Z) and bridge sampling from each "
               "run's final particles (the *bridge* estimate, the mean of the runs' logs); the "
