@@ -43,8 +43,8 @@ from ..data import Dataset
 from .gibbs import LCPrior, class_log_lik, draw_dirichlets
 from .particle_filter import TEMPER_ESS, RowModel, filter_rows
 
-__all__ = ["MIN_PREFIX", "PREFIX_RATIO", "Particles", "PrefixClass", "SMCData", "ordered_rows",
-           "prefix_classes", "run_smc", "smc_data", "sorted_allocations"]
+__all__ = ["MIN_PREFIX", "PREFIX_RATIO", "Particles", "PrefixClass", "SMCData", "holding",
+           "ordered_rows", "prefix_classes", "run_smc", "smc_data", "sorted_allocations"]
 
 #: Prefix size classes shrink by this factor (module docstring).
 PREFIX_RATIO = 4
@@ -193,9 +193,9 @@ def _allocate(index: int, data: SMCData, key, n, particles: Particles) -> Partic
     return particles._replace(n_k=n_k, n_kjr=n_kjr)
 
 
-def _holding(data: SMCData, rows) -> jax.Array:
+def holding(classes: tuple[PrefixClass, ...], rows) -> jax.Array:
     """Index of the smallest prefix size class with at least ``rows`` rows."""
-    bounds = jnp.asarray([c.rows.shape[0] for c in data.classes])
+    bounds = jnp.asarray([c.rows.shape[0] for c in classes])
     return jnp.sum(bounds >= rows) - 1
 
 
@@ -232,7 +232,7 @@ def run_smc(key, data: SMCData, prior: LCPrior, k, ess_target, temper_ess=TEMPER
     def sweep(n, particles, key):
         k_par, k_rows = jax.random.split(key)
         particles = _draw_parameters(k_par, prior, data.categories, active, particles)
-        return jax.lax.switch(_holding(data, n), allocations, k_rows, n, particles)
+        return jax.lax.switch(holding(data.classes, n), allocations, k_rows, n, particles)
 
     def row_predictive(particles: Particles, i) -> jax.Array:
         return predictive(prior, data.categories, active, particles.n_k, particles.n_kjr,

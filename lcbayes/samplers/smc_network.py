@@ -40,14 +40,8 @@ from ..inference import enumeration, flat
 from ..inference.estep import Evidence
 from ..params import PriorSpec, proper_prior_tables
 from ..structure import MAX_ENUMERATED_STATES, Structure
-from .smc import (
-    PrefixClass,
-    RowModel,
-    filter_rows,
-    ordered_rows,
-    prefix_classes,
-    sorted_allocations,
-)
+from .particle_filter import RowModel, filter_rows
+from .smc import PrefixClass, holding, ordered_rows, prefix_classes, sorted_allocations
 
 __all__ = ["NetworkData", "network_data", "network_prior", "run_network_smc"]
 
@@ -136,10 +130,8 @@ def run_network_smc(key, data: NetworkData, lam, ess_target, temper_ess, *,
 
         return jax.vmap(one)(jax.random.split(key, counts.shape[0]), counts)
 
-    bounds = jnp.asarray([c.rows.shape[0] for c in data.classes])
-
     def sweep(n, counts, key):
-        return jax.lax.switch(jnp.sum(bounds >= n) - 1,
+        return jax.lax.switch(holding(data.classes, n),
                               [partial(allocate, i) for i in range(len(data.classes))],
                               key, n, counts)
 
