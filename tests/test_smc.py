@@ -17,7 +17,15 @@ from scipy.special import logsumexp
 
 import lcbayes as lcb
 from lcbayes.samplers.bridge import log_permanent
-from lcbayes.samplers.smc import MIN_PREFIX, run_smc, smc_data
+from lcbayes.samplers.smc import (
+    MIN_PREFIX,
+    included_counts,
+    pattern_allocations,
+    prefix_classes,
+    row_allocations,
+    run_smc,
+    smc_data,
+)
 from lcbayes.samplers.smc_evidence import smc_prior
 from lcbayes.samplers.smc_result import MAX_RUN_SD, run_statistics
 from lcbayes.validation import fit_data
@@ -40,6 +48,19 @@ def test_log_permanent_equals_the_sum_over_permutations():
         assert float(log_permanent(log_a)) == pytest.approx(brute, abs=1e-10)
 
 
+def test_log_permanent_holds_when_the_matching_is_far_below_the_row_maxima():
+    # every row's largest entry is in column 0, the permutations pay 1000-2000 nats: any
+    # scaling by the row maxima in linear space underflows (a bridge estimate 960 nats too
+    # high at K = 4 on 10^4 rows came from that)
+    rng = np.random.default_rng(1)
+    for k in range(2, 6):
+        log_a = rng.normal(scale=3.0, size=(k, k)) - 1000.0 * rng.uniform(1, 2, size=(k, k))
+        log_a[:, 0] = rng.normal(size=k)
+        brute = logsumexp([sum(log_a[i, p[i]] for i in range(k))
+                           for p in itertools.permutations(range(k))])
+        assert float(log_permanent(log_a)) == pytest.approx(brute, abs=1e-9, rel=1e-12)
+
+
 def test_rows_are_ordered_with_patterns_numbered_by_first_occurrence():
     data = _small(n_rows=1100, missing=0.1)
     ordered = smc_data(data, np.random.default_rng(1))
@@ -55,6 +76,36 @@ def test_rows_are_ordered_with_patterns_numbered_by_first_occurrence():
         counts = prefix.ends - prefix.starts
         np.testing.assert_array_equal(counts, np.bincount(prefix.rows))
     np.testing.assert_array_equal(ordered.counts, np.bincount(rows))
+
+
+@pytest.mark.parametrize("allocate", ["pattern", "row"])
+def test_allocations_are_multinomial_per_pattern(allocate):
+    # both ways of drawing each pattern's rows into the states, against the multinomial's
+    # mean and variance; the inactive last slot gets nothing, every included row a state
+    rng = np.random.default_rng(3)
+    rows = rng.integers(0, 6, size=600).astype(np.int32)
+    rows = np.unique(rows, return_inverse=True)[1].astype(np.int32)
+    first = np.unique(rows, return_index=True)[1]
+    rows = np.argsort(np.argsort(first))[rows].astype(np.int32)  # numbered by first occurrence
+    prefix = jax.tree.map(jnp.asarray, prefix_classes(rows)[0])
+    logits = np.log(rng.dirichlet(np.ones(4) * 0.5, size=6))
+    logits[0, 1] = -800.0                                  # a state with probability ~0
+    logits = jnp.asarray(np.concatenate([logits, np.full((6, 1), -np.inf)], axis=1))
+    n = 350
+    included = included_counts(prefix, n)
+    np.testing.assert_array_equal(included, np.bincount(rows[:n], minlength=6))
+    draw = (lambda key: pattern_allocations(key, logits, prefix, included)) if (
+        allocate == "pattern") else (lambda key: row_allocations(key, logits, prefix, n))
+    counts = np.asarray(jax.jit(jax.vmap(draw))(jax.random.split(jax.random.key(0), 20000)))
+    np.testing.assert_array_equal(counts.sum(axis=-1), np.broadcast_to(included, (20000, 6)))
+    assert counts.min() >= 0 and counts[..., -1].max() == 0 and counts[:, 0, 1].max() == 0
+    p = np.asarray(jax.nn.softmax(logits, axis=1))
+    mean = np.asarray(included)[:, None] * p
+    var = mean * (1 - p)
+    se = np.sqrt(var / 20000) + 1e-12
+    assert np.all(np.abs(counts.mean(axis=0) - mean) < 5 * se)
+    ok = var > 1
+    assert np.all(np.abs(counts.var(axis=0)[ok] / var[ok] - 1) < 0.1)
 
 
 def test_one_class_bridge_is_exact_and_smc_is_within_its_error():

@@ -11,7 +11,7 @@ for mixtures: the Rao-Blackwellised posterior, a mixture of the complete-data po
 the weights' and the tables' densities factor over the classes, the inner sum over ``sigma``
 is the permanent of the ``K x K`` matrix ``A[k, c] = p(class c of theta | class k's counts of
 z_l)``; it is computed exactly as a sum over subsets of columns (``K^2 2^K`` terms, every one
-positive, so no cancellation; scaled, in linear space), not over ``K!`` permutations.
+positive, so no cancellation; in log space), not over ``K!`` permutations.
 
 With ``p~(theta) = p(y | theta) p(theta)`` (classes summed out) and draws ``theta_i`` from the
 posterior (``n_1``) and ``theta~_j`` from ``q`` (``n_2``; a component, its Dirichlet draws, then a
@@ -53,26 +53,21 @@ def log_permanent(log_a: jax.Array) -> jax.Array:
     f_{k-1}(T - c) A[k, c]`` over the sets ``T`` of ``k`` columns, ``perm = f_K(all)``.
 
     ``f`` is a ``2 x 2 x ... x 2`` array, one axis per column (index 1: the column is in
-    ``T``), so ``T - c`` is a shift along axis ``c``. Every term is positive, so the sum runs
-    in linear space without cancellation: each row of ``A`` is divided by its largest entry
-    and ``f`` by its largest value after each row, the logs of the scales added back. Only a
-    permanent below ``1e-308`` times the product of the row maxima underflows (to ``-inf``);
-    bridge sampling meets that only at points where the component is negligible."""
+    ``T``), so ``T - c`` is a shift along axis ``c``. It is kept in log space (a log-sum-exp
+    over the columns per set): the entries of ``A`` span thousands of nats (the weights'
+    Dirichlet puts ``(delta_k + N_k - 1) ln pi_c`` in every entry), so the matching that carries
+    the permanent can use entries far below their row's largest, which any fixed scaling in
+    linear space would underflow."""
     slots = log_a.shape[0]
-    row_max = jnp.max(log_a, axis=1)
-    row_max = jnp.where(jnp.isfinite(row_max), row_max, 0.0)
-    scaled = jnp.exp(log_a - row_max[:, None])
-    f = jnp.zeros((2,) * slots).at[(0,) * slots].set(1.0)
-    log_scale = jnp.sum(row_max)
+    f = jnp.full((2,) * slots, -jnp.inf).at[(0,) * slots].set(0.0)
     for k in range(slots):        # K is small and static: unrolled (fuses; a scan does not)
-        grown = jnp.zeros_like(f)
+        terms = []
         for c in range(slots):
-            without_c = jax.lax.slice_in_dim(f, 0, 1, axis=c) * scaled[k, c]
-            grown = grown + jnp.concatenate([jnp.zeros_like(without_c), without_c], axis=c)
-        top = jnp.max(grown)
-        f = grown / jnp.where(top > 0, top, 1.0)
-        log_scale = log_scale + jnp.log(top)
-    return log_scale + jnp.log(f[(1,) * slots])
+            without_c = jax.lax.slice_in_dim(f, 0, 1, axis=c) + log_a[k, c]
+            terms.append(jnp.concatenate([jnp.full_like(without_c, -jnp.inf), without_c],
+                                         axis=c))
+        f = logsumexp(jnp.stack(terms), axis=0)
+    return f[(1,) * slots]
 
 
 def _log_dirichlet_parts(prior: LCPrior, categories, n_k, n_kjr, k):

@@ -17,7 +17,9 @@ theta | z`` from their Dirichlet posteriors, then every added row's class given 
 The Gibbs sweep works on the smallest prefix size class (``N``, ``N / 4``, ... down to
 :data:`MIN_PREFIX` rows or more) that holds the rows added, the patterns numbered by first
 occurrence so that a prefix of rows uses a prefix of the patterns; within a class the rows are
-sorted by pattern, so each pattern's class counts come from one cumulative sum (no scatter).
+sorted by pattern, so the rows of each pattern added so far come from one cumulative sum (no
+scatter); where patterns repeat, each pattern's rows are allocated to the classes by one
+multinomial draw (:func:`sorted_allocations`).
 
 After the last resample-move, a few more Gibbs sweeps of the particles at all the rows give
 draws of ``(theta, z)`` from the posterior for the bridge sampling estimator
@@ -43,13 +45,16 @@ from ..data import Dataset
 from .gibbs import LCPrior, class_log_lik, draw_dirichlets
 from .particle_filter import TEMPER_ESS, RowModel, filter_rows
 
-__all__ = ["MIN_PREFIX", "PREFIX_RATIO", "Particles", "PrefixClass", "SMCData", "holding",
-           "ordered_rows", "prefix_classes", "run_smc", "smc_data", "sorted_allocations"]
+__all__ = ["MIN_PREFIX", "PREFIX_RATIO", "ROWS_PER_PATTERN", "Particles", "PrefixClass", "SMCData",
+           "holding", "included_counts", "ordered_rows", "pattern_allocations", "prefix_classes",
+           "row_allocations", "run_smc", "smc_data", "sorted_allocations"]
 
 #: Prefix size classes shrink by this factor (module docstring).
 PREFIX_RATIO = 4
 #: Smallest prefix size class, in rows.
 MIN_PREFIX = 256
+#: Rows per pattern from which a prefix class allocates by pattern (:func:`sorted_allocations`).
+ROWS_PER_PATTERN = 8
 
 
 class PrefixClass(NamedTuple):
@@ -157,7 +162,7 @@ def log_predictive(prior: LCPrior, categories, active, n_k, n_kjr, y) -> jax.Arr
     return jnp.where(active, weight + jnp.sum(seen * (value - total), axis=-1), -jnp.inf)
 
 
-def sorted_allocations(key, logits: jax.Array, prefix: PrefixClass, n_included) -> jax.Array:
+def row_allocations(key, logits: jax.Array, prefix: PrefixClass, n_included) -> jax.Array:
     """``(P, S)`` rows of each pattern drawn into each state: every row among the first
     ``n_included`` of the order draws its state from the softmax of its pattern's ``logits``
     (inverse CDF of one uniform); each pattern's rows are counted from the cumulative sum over
@@ -169,6 +174,52 @@ def sorted_allocations(key, logits: jax.Array, prefix: PrefixClass, n_included) 
     chosen = jax.nn.one_hot(z, slots) * (prefix.position < n_included)[:, None]
     cum = jnp.concatenate([jnp.zeros((1, slots)), jnp.cumsum(chosen, axis=0)])
     return cum[prefix.ends] - cum[prefix.starts]
+
+
+def included_counts(prefix: PrefixClass, n_included) -> jax.Array:
+    """``(P,)`` rows of each pattern among the first ``n_included`` of the order (the same for
+    every particle: one cumulative sum over the sorted rows, no scatter)."""
+    inside = (prefix.position < n_included).astype(jnp.float64)
+    cum = jnp.concatenate([jnp.zeros(1), jnp.cumsum(inside)])
+    return cum[prefix.ends] - cum[prefix.starts]
+
+
+def pattern_allocations(key, logits: jax.Array, prefix: PrefixClass, included) -> jax.Array:
+    """``(P, S)`` rows of each pattern drawn into each state: for every pattern ``p`` a
+    multinomial draw of its ``c_p = included[p]`` rows with the probabilities
+    ``softmax(logits_p)``, exact, and in work linear in the rows with no loop over them.
+
+    Each row draws its state by inversion of a uniform, so the rows of ``p`` in states
+    ``<= s`` are the uniforms below the cumulative probability ``F_ps``. The sorted uniforms
+    of ``c`` rows are ``E_1 / T, (E_1 + E_2) / T, ...`` with ``T = E_1 + .. + E_{c+1}`` for
+    iid exponentials ``E`` (Devroye 1986, *Non-Uniform Random Variate Generation*, V.2.2), so
+    that count is the number of partial sums below ``F_ps T``: one binary search in the
+    cumulative sums per pattern and state. Pattern ``p`` owns the ``c_p + 1`` exponentials
+    from slot ``starts[p] + p`` on (one spare per pattern)."""
+    patterns = prefix.starts.shape[0]
+    cdf = jnp.cumsum(jax.nn.softmax(logits, axis=1), axis=1)
+    cdf = cdf / cdf[:, -1:]
+    spacings = jax.random.exponential(key, (prefix.rows.shape[0] + patterns,))
+    sums = jnp.concatenate([jnp.zeros(1), jnp.cumsum(spacings)])
+    first = prefix.starts + jnp.arange(patterns)
+    last = first + included.astype(first.dtype)
+    base = sums[first]
+    threshold = base[:, None] + cdf * (sums[last + 1] - base)[:, None]
+    found = jnp.searchsorted(sums, threshold.ravel(), side="left").reshape(cdf.shape)
+    at_most = jnp.clip(found - first[:, None] - 1, 0, last[:, None] - first[:, None])
+    at_most = jnp.where(cdf >= 1.0, last[:, None] - first[:, None], at_most)
+    return jnp.diff(at_most, axis=1, prepend=0).astype(logits.dtype)
+
+
+def sorted_allocations(key, logits: jax.Array, prefix: PrefixClass, n_included) -> jax.Array:
+    """``(P, S)`` rows of each pattern among the first ``n_included`` of the order drawn into
+    each state from the softmax of the pattern's ``logits``: by :func:`pattern_allocations`
+    where the prefix class has at least :data:`ROWS_PER_PATTERN` rows per pattern (its binary
+    searches then cost less than a pass over the states at every row), else
+    :func:`row_allocations` (the same distribution)."""
+    if prefix.rows.shape[0] >= ROWS_PER_PATTERN * prefix.starts.shape[0]:
+        return pattern_allocations(key, logits, prefix, included_counts(prefix, n_included))
+    return row_allocations(key, logits, prefix, n_included)
 
 
 def _class_counts(key, one_hot, categories, prefix: PrefixClass, n_included, log_weights,
