@@ -197,8 +197,7 @@ def text_table(comp: Comparison, wide: bool = False) -> str:
     lines += ["", "Flags: none" if not items else "Flags:"]
     for item in items:
         lines += wrap(item, "  ", "      ")
-    if comp.best is not None:
-        lines += ["", f"Highest log evidence: {comp.best}"]
+    lines += ["", *wrap(headline(comp))]
     for note in comp.notes():
         lines += wrap(f"Note: {note}")
     return "\n".join(line.rstrip() for line in lines)
@@ -214,14 +213,17 @@ def _aligned(comp: Comparison, frame: pd.DataFrame, cols: list[str],
 
 def _narrow_table(comp: Comparison, frame: pd.DataFrame) -> tuple[list[str], list[str]]:
     """The narrow table's lines: the :data:`NARROW` columns and, before the log evidence, as
-    many of the other methods' ranked columns as keep every line within
-    :data:`~lcbayes.render.TEXT_WIDTH`, and the headings of those left out. Log evidence
-    estimates are tried before scores, those that mostly repeat the chosen ``ln p(y|m)`` last;
-    the columns shown keep the methods' order."""
+    many of the other methods' columns as keep every line within
+    :data:`~lcbayes.render.TEXT_WIDTH`, and the headings of those left out (so every method
+    asked for is shown or named). Log evidence estimates are tried before scores, scores before
+    the columns of unranked methods (tests' p-values, entropy), those that mostly repeat the
+    chosen ``ln p(y|m)`` last; the columns shown keep the methods' order."""
     base = [c for c in NARROW if c in frame and not (c == "n_classes"
                                                      and frame[c].isna().all())]
     at = base.index("log_evidence")
-    order = [c for c in comp.ranked_columns.values() if c not in base]
+    described = [c.name for name in comp.methods if not (m := registry.method(name)).ranked
+                 for c in m.columns if c.in_report]          # tests' p-values, entropy, ...
+    order = [c for c in [*comp.ranked_columns.values(), *described] if c not in base]
     estimates = {m.ranked for m in registry.methods() if m.evidence}
 
     def repeats(c: str) -> float:
@@ -231,7 +233,7 @@ def _narrow_table(comp: Comparison, frame: pd.DataFrame) -> tuple[list[str], lis
 
     shown: list[str] = []
     left_out = []
-    for c in sorted(order, key=lambda c: (c not in estimates, repeats(c))):  # stable
+    for c in sorted(order, key=lambda c: (c not in estimates, c in described, repeats(c))):
         cols = [*base[:at], *(e for e in order if e in shown or e == c), *base[at:]]
         if max(map(len, _aligned(comp, frame, cols, narrow=True))) <= TEXT_WIDTH:
             shown.append(c)
@@ -302,10 +304,21 @@ def _flags_html(frame: pd.DataFrame) -> str:
     return f"<h3>Flags</h3><ul>{items}</ul><ul>{rows}</ul>"
 
 
-def _intro(comp: Comparison) -> str:
+def headline(comp: Comparison) -> str:
+    """The one sentence that answers the comparison, naming what it rests on
+    (:attr:`Comparison.criterion <lcbayes.comparison.table.Comparison.criterion>`)."""
+    frame = comp.to_frame()
+    have = [n for n, v in zip(frame["name"], frame["log_evidence"], strict=True)
+            if np.isfinite(v)]
+    if comp.criterion == "log_evidence":
+        return f"Highest log evidence: {comp.best}."
+    partial = (f"; only {', '.join(have)} {'has' if len(have) == 1 else 'have'} a log "
+               "evidence, which ranks nothing" if have else "")
     if comp.best is None:
-        return "No candidate has a log evidence."
-    return f"Highest log evidence: {comp.best}."
+        return f"No score or log evidence for every candidate{partial}."
+    return (f"Best by {comp.criterion_label}: {comp.best} (no log evidence for every "
+            f"candidate{partial}; an evidence method, such as smc or vbem, gives "
+            "posterior probabilities).")
 
 
 def write_html(comp: Comparison, path: str | Path, title: str | None = None,
@@ -317,7 +330,7 @@ def write_html(comp: Comparison, path: str | Path, title: str | None = None,
     parameters of simulated data); ``data_name`` names the data in the settings block."""
     frame = comp.to_frame()
     title = title or f"lcbayes model comparison: {', '.join(comp.names)}"
-    parts = [f"<h1>{html.escape(title)}</h1>", f"<p><b>{html.escape(_intro(comp))}</b></p>"]
+    parts = [f"<h1>{html.escape(title)}</h1>", f"<p><b>{html.escape(headline(comp))}</b></p>"]
     parts += [f"<p class='note'><b>Note</b>: {html.escape(n)}</p>" for n in comp.notes()]
     parts += ["<h2>Settings</h2>", kv_table(comp.settings_block(data_name), cell=str),
               "<h2>How to read this</h2>", f"<p>{html.escape(HOW_TO_READ)}</p>"]
@@ -360,7 +373,7 @@ def markdown(comp: Comparison, path: str | Path | None = None, title: str | None
     frame = comp.to_frame()
     names = headings()
     title = title or f"lcbayes model comparison: {', '.join(comp.names)}"
-    lines = [f"# {title}", "", f"**{_intro(comp)}**", ""]
+    lines = [f"# {title}", "", f"**{headline(comp)}**", ""]
     lines += [line for n in comp.notes() for line in (f"> **Note**: {n}", "")]
     lines += ["## Settings", "",
               *md_table(["setting", "value"], list(comp.settings_block(data_name).items())),

@@ -9,7 +9,14 @@ the EM fit ran), the columns of every requested method in order (:mod:`.registry
 (:mod:`.evidence`), ``rank_<method>`` per method plus ``rank_exact`` and ``rank_evidence``,
 ``flags`` (comma-separated names), ``flag_notes`` (why; :mod:`.flags`) and ``seconds``.
 
-**The edge of the range.** When the best candidate (highest ``log_evidence``) is the latent
+**The criterion.** :attr:`Comparison.best` maximises ``log_evidence`` where every candidate
+has one; otherwise the first requested method's ranked score that every candidate has (BIC for
+``methods=("bic",)``), and :attr:`Comparison.criterion` names it. An evidence that only some
+candidates have (the automatic exact sum of a one-class model, say) ranks nothing, and the
+posterior probabilities and Bayes factors are then left empty: over a subset of the candidates
+they would mislead.
+
+**The edge of the range.** When the best candidate (by the criterion) is the latent
 class model with the most classes of two or more compared on its columns, the best number of
 classes may lie beyond the range: :attr:`Comparison.best_is_largest` is true,
 :meth:`Comparison.notes` says so and suggests a wider range (:meth:`Comparison.wider_classes`),
@@ -200,12 +207,14 @@ class Comparison:
                   for i in range(len(self.names))]
         lz = np.asarray([c[0] for c in chosen], dtype=np.float64)
         errors = [c[2] for c in chosen]
-        prob, low, high = posterior_probabilities(lz, errors, seed=self.seeds["posterior"])
+        every = np.isfinite(lz).all()
+        prob, low, high = posterior_probabilities(np.where(every, lz, np.nan), errors,
+                                                  seed=self.seeds["posterior"])
         frame["log_evidence"] = lz
         frame["evidence_method"] = [c[1] for c in chosen]
         frame["log_evidence_stderr"] = errors
         frame["posterior_prob"], frame["posterior_low"], frame["posterior_high"] = prob, low, high
-        frame["log_bayes_factor"] = lz - (np.nanmax(lz) if np.isfinite(lz).any() else np.nan)
+        frame["log_bayes_factor"] = lz - lz.max() if every else np.nan
         for m, column in self.ranked_columns.items():
             col = frame[column].astype(float)
             rank = col.rank(ascending=False, method="min").astype("Int64")
@@ -226,12 +235,34 @@ class Comparison:
 
     # ------------------------------------------------------------------ views
     @property
-    def best(self) -> str | None:
-        """Name of the candidate with the highest ``log_evidence`` (``None`` if none)."""
+    def criterion(self) -> str | None:
+        """The column :attr:`best` maximises (module docstring): ``"log_evidence"`` where every
+        candidate has one, else the first requested method's ranked score that every
+        candidate has; ``None`` if no column has a value for every candidate."""
         frame = self._frame
-        if not np.isfinite(frame["log_evidence"]).any():
+        columns = ["log_evidence", *(m.ranked for m in self._all_methods if m.ranked)]
+        return next((c for c in columns if np.isfinite(frame[c].astype(float)).all()), None)
+
+    @property
+    def criterion_label(self) -> str:
+        """The criterion as the reader knows it: ``"log evidence"``, ``"BIC"``, ...
+        (``""`` without one)."""
+        criterion = self.criterion
+        if criterion is None:
+            return ""
+        if criterion == "log_evidence":
+            return "log evidence"
+        return next(c.heading for m in registry.methods() for c in m.columns
+                    if c.name == criterion)
+
+    @property
+    def best(self) -> str | None:
+        """Name of the candidate with the highest value of the :attr:`criterion` (``None`` if
+        there is none)."""
+        criterion = self.criterion
+        if criterion is None or not len(self._frame):
             return None
-        return str(frame.loc[frame["log_evidence"].idxmax(), "name"])
+        return str(self._frame.loc[self._frame[criterion].astype(float).idxmax(), "name"])
 
     def _largest_k(self, name: str) -> int | None:
         """The most classes among the latent class candidates on the columns of candidate
@@ -266,8 +297,8 @@ class Comparison:
         wider = self.wider_classes()
         if wider is None:
             return []
-        return [f"{self.best}, the largest number of classes compared, has the highest log "
-                "evidence: more classes may fit better. Compare a wider range, e.g. "
+        return [f"{self.best}, the largest number of classes compared, has the highest "
+                f"{self.criterion_label}: more classes may fit better. Compare a wider range, e.g. "
                 f"--classes {wider.start}-{wider.stop - 1} (classes=range({wider.start}, "
                 f"{wider.stop}) in Python)."]
 

@@ -1,0 +1,84 @@
+"""``compare``'s headline names what its answer rests on: the log evidence only where every
+candidate has one (never the automatic exact sum of LC(1) alone), else the first requested
+ranked score; every method asked for is in the printed table or in its "left out" line."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import lcbayes as lcb
+from lcbayes.cli import main
+
+from .conftest import shared_csv
+
+APPLIED = "bic,abic,caic,entropy,lmr,blrt"
+
+
+@pytest.fixture(scope="module")
+def carcinoma_bic(carcinoma):
+    return lcb.compare(carcinoma, classes=range(1, 6), methods=["bic"], seed=0, progress=False)
+
+
+def test_a_score_alone_ranks_by_that_score_not_by_lc1s_exact_evidence(carcinoma_bic):
+    comp = carcinoma_bic
+    frame = comp.to_frame()
+    assert np.isfinite(frame["log_evidence"].iloc[0])              # LC(1)'s exact sum
+    assert not np.isfinite(frame["log_evidence"].iloc[1:]).any()
+    assert comp.criterion == "bic" and comp.criterion_label == "BIC"
+    assert comp.best == frame.loc[frame["bic"].idxmax(), "name"] == "LC(3)"
+    assert frame["posterior_prob"].isna().all() and frame["log_bayes_factor"].isna().all()
+    text = " ".join(comp.summary().split())
+    assert "Best by BIC: LC(3)" in text and "Highest log evidence" not in text
+    assert "only LC(1) has a log evidence, which ranks nothing" in text
+    assert comp.metadata()["best"] == "LC(3)"
+
+
+def test_the_reports_carry_the_same_headline(carcinoma_bic, tmp_path):
+    html = carcinoma_bic.to_html(tmp_path / "r.html").read_text()
+    markdown = carcinoma_bic.to_markdown()
+    for page in (html, markdown):
+        assert "Best by BIC: LC(3)" in page and "Highest log evidence" not in page
+
+
+def test_an_evidence_for_every_candidate_ranks(carcinoma):
+    comp = lcb.compare(carcinoma, classes=[1, 2], methods=["bic", "vbem"], seed=0,
+                       progress=False)
+    frame = comp.to_frame()
+    assert comp.criterion == "log_evidence" and np.isfinite(frame["log_evidence"]).all()
+    assert comp.best == frame.loc[frame["log_evidence"].idxmax(), "name"]
+    assert frame["posterior_prob"].sum() == pytest.approx(1.0)
+    assert f"Highest log evidence: {comp.best}." in comp.summary()
+
+
+def test_only_tests_says_that_nothing_ranks(carcinoma):
+    comp = lcb.compare(carcinoma, classes=[1, 2], methods=["lmr"], exact=False, seed=0,
+                       progress=False)
+    assert comp.criterion is None and comp.best is None
+    assert "No score or log evidence for every candidate." in comp.summary()
+
+
+@pytest.mark.parametrize("methods, criterion", [
+    ("bic", "BIC"), (APPLIED, "BIC"), ("caic,bic", "CAIC"), ("lmr", None), ("bic,vbem", None)])
+def test_cli_headline_for_each_mix_of_methods(capsys, methods, criterion):
+    code = main(["compare", str(shared_csv("carcinoma.csv")), "--classes", "1-4",
+                 "--methods", methods, "--blrt-replicates", "9", "--seed", "0"])
+    out = capsys.readouterr().out
+    assert code == 0
+    flat = " ".join(out.split())
+    if criterion is not None:
+        assert re.search(rf"Best by {criterion}: LC\(\d\)", flat)
+        assert "Highest log evidence" not in out
+    elif "vbem" in methods:
+        assert "Highest log evidence: LC(" in out
+    else:
+        assert "No score or log evidence for every candidate" in flat
+    # every method asked for: its heading in the table, or named as left out for width
+    headings = {"bic": ["BIC"], "abic": ["aBIC"], "caic": ["CAIC"], "entropy": ["entropy R2"],
+                "lmr": ["LMR p"], "blrt": ["BLRT p"], "vbem": ["VB F"]}
+    table = out.partition("Flags")[0]
+    for method in methods.split(","):
+        for heading in headings[method]:
+            assert heading in table, (method, heading)
