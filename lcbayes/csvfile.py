@@ -1,9 +1,18 @@
 """Reading a CSV file of categorical data into a DataFrame (:meth:`lcbayes.Dataset.from_csv`).
 
-* **Encoding**: the one given, else UTF-8 (with or without a byte-order mark), else
-  Windows-1252, else Latin-1; a file that is not UTF-8 is read with a warning that says which
-  encoding was used. A file that does not decode in a given encoding is an error naming the
-  byte and suggesting another encoding.
+* **Source**: a file path, or ``"-"`` for standard input (read once, kept in memory). Gzip,
+  bzip2, xz and zip (one file inside) compression is recognised by the file's first bytes,
+  whatever its name; an Excel workbook (``.xlsx``, ``.xlsm``, ``.xls``) is read by
+  :func:`pandas.read_excel` when ``openpyxl`` is installed (its first sheet).
+* **Encoding**: the one given, else UTF-32 or UTF-16 where the text starts with their byte-order
+  mark, else UTF-8 (with or without a byte-order mark), else Windows-1252, else Latin-1; a file
+  that is not UTF-8 is read with a warning that says which encoding was used. A file that does
+  not decode in a given encoding is an error naming the byte and suggesting another encoding.
+* **Text check**: a file that decodes to control characters (NUL and the others below a space,
+  but tab, line feed and carriage return) is not a text table in that encoding and is refused
+  with the line; so are duplicate column names (pandas would rename them ``A.1``) and rows
+  with more or fewer fields than the header, named by their line numbers (``allow_ragged``
+  reads the fields missing from short rows as missing values).
 * **Delimiter**: the one given, else sniffed among comma, semicolon, tab and bar from the first
   lines (a semicolon-separated file, as spreadsheets write in many locales, is read as such);
   a comma when the sniffing finds no delimiter that splits the header and the lines alike.
@@ -11,27 +20,37 @@
   :class:`~lcbayes.DataError`.
 
 :func:`read_table` reads the whole file; :func:`table_format` finds the same encoding and
-delimiter holding one block of the file at a time, and :func:`read_chunks` then reads the file in
-chunks of rows (:func:`lcbayes.scan_file`, for files bigger than memory).
+delimiter (and makes the same checks) holding one block of the file at a time, and
+:func:`read_chunks` then reads the file in chunks of rows (:func:`lcbayes.scan_file`, for files
+bigger than memory).
 """
 
 from __future__ import annotations
 
+import bz2
 import codecs
 import contextlib
 import csv
+import functools
+import gzip
 import io
 import itertools
+import lzma
+import re
+import sys
 import warnings
+import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO, NamedTuple
 
 import pandas as pd
 
 from .errors import DataError
 
-__all__ = ["DELIMITERS", "FALLBACK_ENCODINGS", "read_chunks", "read_header", "read_table",
-           "table_format"]
+__all__ = ["DELIMITERS", "EXCEL_SUFFIXES", "FALLBACK_ENCODINGS", "STDIN", "read_chunks",
+           "read_header", "read_table", "table_format"]
 
 #: Encodings tried, in order, when none is given (Latin-1 decodes any bytes).
 FALLBACK_ENCODINGS = ("utf-8-sig", "cp1252", "latin-1")
@@ -41,13 +60,31 @@ DELIMITERS = ",;\t|"
 _SNIFF_LINES = 50
 #: Bytes read at a time where a file is read in blocks.
 _BLOCK_BYTES = 1 << 18
+#: The path that reads standard input.
+STDIN = "-"
+#: Suffixes read as Excel workbooks.
+EXCEL_SUFFIXES = (".xlsx", ".xlsm", ".xls")
+#: Compressed formats by their first bytes.
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"PK\x03\x04", "zip"),
+          (b"BZh", "bz2"))
+#: Byte-order marks that name an encoding (UTF-32 before UTF-16: FF FE starts both).
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+#: Characters no text table holds (all controls but tab, line feed and carriage return).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]")
+#: Line numbers a ragged-rows error lists.
+_LISTED_LINES = 5
 
 
 def _encoding(read_blocks: Callable[[], Iterable[bytes]], name: str, encoding: str | None,
               stacklevel: int) -> str:
     """The encoding the bytes ``read_blocks()`` gives decode in (module docstring), decoding
     them one block at a time."""
-    for candidate in (FALLBACK_ENCODINGS if encoding is None else (encoding,)):
+    first = next(iter(read_blocks()), b"")
+    marked = next((enc for bom, enc in _BOMS if first.startswith(bom)), None)
+    candidates = (encoding,) if encoding is not None else (marked,) if marked else (
+        FALLBACK_ENCODINGS)
+    for candidate in candidates:
         try:
             decoder = codecs.getincrementaldecoder(candidate)()
         except LookupError:
@@ -66,15 +103,11 @@ def _encoding(read_blocks: Callable[[], Iterable[bytes]], name: str, encoding: s
                 f"{name} is not {encoding} text: byte 0x{exc.object[exc.start]:02x} at position "
                 f"{start + exc.start} does not decode; give its encoding (e.g. --encoding "
                 "latin-1 or cp1252)") from None
-        if candidate != FALLBACK_ENCODINGS[0] and encoding is None:
+        if candidate not in (FALLBACK_ENCODINGS[0], marked) and encoding is None:
             warnings.warn(f"{name} is not UTF-8; it was read as {candidate} (give the encoding "
                           "to choose another, e.g. --encoding)", stacklevel=stacklevel)
         return candidate
     raise AssertionError("latin-1 decodes any bytes")  # pragma: no cover
-
-
-def _decode(raw: bytes, name: str, encoding: str | None) -> str:
-    return raw.decode(_encoding(lambda: (raw,), name, encoding, stacklevel=5))
 
 
 def _sniff(text: str) -> str:
@@ -91,6 +124,21 @@ def _sniff(text: str) -> str:
     return sep if consistent else ","
 
 
+class _Source(NamedTuple):
+    """A table's bytes: ``name`` for messages, ``open()`` a fresh binary stream of them
+    (decompressed), ``path`` the file (``None`` for standard input)."""
+
+    name: str
+    open: Callable[[], BinaryIO]
+    path: Path | None
+
+
+@functools.cache
+def _stdin_bytes() -> bytes:
+    """Standard input, read once per process."""
+    return sys.stdin.buffer.read()
+
+
 def _checked_path(path: str | Path) -> tuple[Path, str]:
     """``path`` as a :class:`~pathlib.Path` of a file, and its name for messages."""
     path = Path(path)
@@ -102,19 +150,129 @@ def _checked_path(path: str | Path) -> tuple[Path, str]:
     return path, name
 
 
-def read_table(path: str | Path, *, encoding: str | None = None, sep: str | None = None,
-               **read_csv_kwargs) -> pd.DataFrame:
-    """The CSV file at ``path`` as a DataFrame (module docstring); other keyword arguments go
-    to :func:`pandas.read_csv`."""
-    path, name = _checked_path(path)
+def _source(path: str | Path) -> _Source:
+    """The bytes of ``path`` (module docstring: standard input, compression)."""
+    if str(path) == STDIN:
+        data = _stdin_bytes()
+        name, raw, file = "standard input", (lambda: io.BytesIO(data)), None
+    else:
+        file, name = _checked_path(path)
+        raw = functools.partial(file.open, "rb")
     try:
-        raw = path.read_bytes()
+        with raw() as stream:
+            head = stream.read(8)
     except OSError as exc:
         raise DataError(f"cannot read {name}: {exc.strerror}") from None
-    text = _decode(raw, name, encoding)
-    with _parse_errors(name):
-        return pd.read_csv(io.StringIO(text), sep=_sniff(text) if sep is None else sep,
-                           **read_csv_kwargs)
+    kind = next((k for magic, k in _MAGIC if head.startswith(magic)), None)
+    if kind == "bz2" and not head[3:4].isdigit():   # a text file may start with "BZh"
+        kind = None
+    if kind is None:
+        return _Source(name, raw, file)
+    if kind == "zip":
+        return _Source(name, functools.partial(_zip_member, raw, name), file)
+    opener = {"gzip": lambda f: gzip.GzipFile(fileobj=f), "bz2": bz2.BZ2File,
+              "xz": lzma.LZMAFile}[kind]
+    return _Source(name, lambda: opener(raw()), file)
+
+
+def _zip_member(raw: Callable[[], BinaryIO], name: str) -> BinaryIO:
+    """The one file of a zip archive, open."""
+    archive = zipfile.ZipFile(raw())
+    members = [m for m in archive.namelist() if not m.endswith("/")]
+    if "xl/workbook.xml" in members:
+        raise DataError(f"{name} is an Excel workbook: give it a name ending .xlsx, or save "
+                        "the sheet as CSV")
+    if len(members) != 1:
+        raise DataError(f"{name} is a zip archive of {len(members)} files "
+                        f"({', '.join(members[:5])}); it must hold exactly one CSV file")
+    return archive.open(members[0])
+
+
+@contextlib.contextmanager
+def _read_errors(name: str) -> Iterator[None]:
+    """Errors of reading or decompressing ``name`` as :class:`~lcbayes.DataError`."""
+    try:
+        yield
+    except (EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile) as exc:
+        raise DataError(f"cannot decompress {name}: {exc}") from None
+    except OSError as exc:
+        raise DataError(f"cannot read {name}: {exc.strerror or exc}") from None
+
+
+def _blocks(source: _Source) -> Iterator[bytes]:
+    """The bytes of ``source``, one block at a time."""
+    with _read_errors(source.name), source.open() as stream:
+        while block := stream.read(_BLOCK_BYTES):
+            yield block
+
+
+def _check_text(lines: Iterable[str], name: str, sep: str, allow_ragged: bool) -> None:
+    """The text check of the module docstring over the decoded ``lines``: control
+    characters, duplicate column names, rows with more or fewer fields than the header."""
+    def checked() -> Iterator[str]:
+        for number, line in enumerate(lines, 1):
+            if bad := _CONTROL.search(line):
+                raise DataError(
+                    f"{name} holds the control character {bad.group()!r} on line {number}: it "
+                    "is not a text table in this encoding (a binary or spreadsheet file, or "
+                    "UTF-16 without a byte-order mark: give --encoding utf-16-le)")
+            yield line
+
+    reader = csv.reader(checked(), delimiter=sep)
+    header = next(reader, None)
+    if header is None:
+        return
+    dupes = sorted({c for c in header if header.count(c) > 1})
+    if dupes:
+        raise DataError(f"{name} has duplicate column names {dupes}: rename them so each is "
+                        "unique")
+    long, short = [], []
+    for fields in reader:
+        if fields and len(fields) != len(header):
+            (long if len(fields) > len(header) else short).append(reader.line_num)
+    if long or (short and not allow_ragged):
+        ragged = sorted(long + ([] if allow_ragged else short))
+        listed = ", ".join(map(str, ragged[:_LISTED_LINES])) + (
+            f" and {len(ragged) - _LISTED_LINES} more" if len(ragged) > _LISTED_LINES else "")
+        fix = ("" if long else "; or read the fields missing from short rows as missing "
+               "values with --allow-ragged (allow_ragged=True)")
+        raise DataError(f"{name}: {len(ragged)} rows do not have the header's {len(header)} "
+                        f"fields (lines {listed}): fix those rows{fix}")
+
+
+def read_table(path: str | Path, *, encoding: str | None = None, sep: str | None = None,
+               allow_ragged: bool = False, **read_csv_kwargs) -> pd.DataFrame:
+    """The CSV file (or Excel workbook) at ``path`` as a DataFrame (module docstring); other
+    keyword arguments go to :func:`pandas.read_csv`."""
+    if str(path) != STDIN and Path(path).suffix.lower() in EXCEL_SUFFIXES:
+        return _read_excel(path)
+    source = _source(path)
+    raw = b"".join(_blocks(source))
+    text = raw.decode(_encoding(lambda: (raw,), source.name, encoding, stacklevel=4))
+    sep = _sniff(text) if sep is None else sep
+    _check_text(io.StringIO(text, newline=""), source.name, sep, allow_ragged)
+    with _parse_errors(source.name):
+        return pd.read_csv(io.StringIO(text), sep=sep, **read_csv_kwargs)
+
+
+def _read_excel(path: str | Path) -> pd.DataFrame:
+    """The first sheet of an Excel workbook, read by pandas with ``openpyxl``."""
+    file, name = _checked_path(path)
+    try:
+        import openpyxl  # noqa: F401
+    except ImportError:
+        raise DataError(f"reading the Excel workbook {name} needs openpyxl: pip install "
+                        "openpyxl (or 'lcbayes[excel]'), or save the sheet as CSV") from None
+    try:
+        frame = pd.read_excel(file, sheet_name=0)
+    except (ValueError, zipfile.BadZipFile, OSError) as exc:
+        raise DataError(f"cannot read the Excel workbook {name}: {exc}") from None
+    dupes = sorted({str(c) for c in frame.columns if re.fullmatch(r".+\.\d+", str(c))
+                    and str(c).rsplit(".", 1)[0] in map(str, frame.columns)})
+    if dupes:
+        raise DataError(f"{name} has duplicate column names (read as {dupes}): rename them so "
+                        "each is unique")
+    return frame
 
 
 @contextlib.contextmanager
@@ -128,38 +286,39 @@ def _parse_errors(name: str) -> Iterator[None]:
         raise DataError(f"{name} is not a readable CSV file: {exc}") from None
 
 
+def _text(source: _Source, encoding: str) -> io.TextIOWrapper:
+    """``source`` as text in ``encoding`` (lines as the file has them)."""
+    return io.TextIOWrapper(source.open(), encoding=encoding, newline="")
+
+
 def table_format(path: str | Path, *, encoding: str | None = None,
-                 sep: str | None = None) -> tuple[str, str]:
+                 sep: str | None = None, allow_ragged: bool = False) -> tuple[str, str]:
     """The encoding and delimiter :func:`read_table` would use for the file at ``path``
-    (the same warning for a file that is not UTF-8), reading it one block at a time: the
-    encoding is checked over the whole file, the delimiter sniffed from its first lines."""
-    path, name = _checked_path(path)
-
-    def read_blocks() -> Iterator[bytes]:
-        try:
-            with path.open("rb") as stream:
-                while block := stream.read(_BLOCK_BYTES):
-                    yield block
-        except OSError as exc:
-            raise DataError(f"cannot read {name}: {exc.strerror}") from None
-
-    chosen = _encoding(read_blocks, name, encoding, stacklevel=4)
+    (the same warning for a file that is not UTF-8, the same checks), reading it one block at
+    a time: the encoding and the rows are checked over the whole file, the delimiter sniffed
+    from its first lines."""
+    if str(path) != STDIN and Path(path).suffix.lower() in EXCEL_SUFFIXES:
+        raise DataError(f"{str(path)!r} is an Excel workbook: read it whole (without "
+                        "--chunk-rows), or save it as CSV")
+    source = _source(path)
+    chosen = _encoding(lambda: _blocks(source), source.name, encoding, stacklevel=4)
     if sep is None:
-        head = b""
-        for block in read_blocks():
-            head += block
-            if head.count(b"\n") > _SNIFF_LINES:
-                break
-        sep = _sniff(head.decode(chosen, errors="ignore"))
+        with _read_errors(source.name), _text(source, chosen) as text:
+            sep = _sniff("".join(itertools.islice(text, _SNIFF_LINES)))
+    with _read_errors(source.name), _text(source, chosen) as text:
+        _check_text(text, source.name, sep, allow_ragged)
     return chosen, sep
 
 
 def read_header(path: str | Path, *, encoding: str, sep: str) -> list[str]:
     """The column names of the CSV file at ``path`` (``encoding`` and ``sep`` from
     :func:`table_format`)."""
-    path, name = _checked_path(path)
-    with _parse_errors(name):
-        return [str(c) for c in pd.read_csv(path, sep=sep, encoding=encoding, nrows=0).columns]
+    source = _source(path)
+    with _read_errors(source.name), _text(source, encoding) as text:
+        header = next(csv.reader(text, delimiter=sep), None)
+    if header is None:
+        raise DataError(f"{source.name} is empty: it needs a header row and data rows")
+    return header
 
 
 def read_chunks(path: str | Path, chunk_rows: int, *, encoding: str, sep: str,
@@ -168,8 +327,8 @@ def read_chunks(path: str | Path, chunk_rows: int, *, encoding: str, sep: str,
     parsed as :func:`read_table` parses the whole file (``encoding`` and ``sep`` from
     :func:`table_format`); other keyword arguments go to :func:`pandas.read_csv`. A value
     that does not parse as a given ``dtype`` is a :class:`~lcbayes.DataError`."""
-    path, name = _checked_path(path)
-    with _parse_errors(name), pd.read_csv(path, sep=sep, encoding=encoding,
-                                          chunksize=chunk_rows, engine="c",
-                                          **read_csv_kwargs) as reader:
+    source = _source(path)
+    with _read_errors(source.name), _parse_errors(source.name), _text(
+            source, encoding) as text, pd.read_csv(text, sep=sep, chunksize=chunk_rows,
+                                                   engine="c", **read_csv_kwargs) as reader:
         yield from reader

@@ -38,8 +38,9 @@ def engine_options(args: argparse.Namespace, **names: str) -> dict:
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """The data file, ``--columns`` and ``--max-categories`` of every data subcommand."""
-    parser.add_argument("data", help="CSV file with a header row; one column per categorical "
-                                     "item")
+    parser.add_argument("data", help="CSV file with a header row, one column per categorical "
+                                     "item (gzip, bzip2, xz or zip compressed, or an .xlsx "
+                                     "workbook); - reads standard input")
     parser.add_argument("--columns", help="comma-separated columns to use (default: all)")
     parser.add_argument("--max-categories", type=int, default=DEFAULT_MAX_CATEGORIES,
                         help=f"refuse columns with more distinct values (default "
@@ -47,6 +48,9 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--encoding", help="text encoding of the file (default: UTF-8, else "
                                            "Windows-1252 or Latin-1, with a warning)")
     parser.add_argument("--sep", help="the delimiter (default: sniffed among , ; tab |)")
+    parser.add_argument("--allow-ragged", action="store_true",
+                        help="read the fields missing from rows shorter than the header as "
+                             "missing values (default: refuse such rows, naming their lines)")
     parser.add_argument("--chunk-rows", type=int, default=None,
                         help="read the file this many rows at a time, keeping only its "
                              "distinct patterns (files bigger than memory); a Parquet file "
@@ -67,12 +71,14 @@ def read_data(args: argparse.Namespace) -> Dataset:
     chunk_rows = getattr(args, "chunk_rows", None)
     if chunk_rows is None and Path(args.data).suffix.lower() not in PARQUET:
         return Dataset.from_csv(args.data, columns=columns, max_categories=args.max_categories,
-                                encoding=args.encoding, sep=args.sep)
+                                encoding=args.encoding, sep=args.sep,
+                                allow_ragged=args.allow_ragged)
     from ..streaming.reader import scan_file
 
     sizes = {} if chunk_rows is None else {"chunk_rows": chunk_rows}
     return scan_file(args.data, columns, max_categories=args.max_categories,
-                     encoding=args.encoding, sep=args.sep, **sizes).to_dataset()
+                     encoding=args.encoding, sep=args.sep, allow_ragged=args.allow_ragged,
+                     **sizes).to_dataset()
 
 
 def structure_file(path: str, data: Dataset) -> Structure:

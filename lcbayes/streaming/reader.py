@@ -80,6 +80,7 @@ def scan_file(
     spill_dir: str | os.PathLike | None = None,
     sep: str | None = None,
     encoding: str | None = None,
+    allow_ragged: bool = False,
 ) -> PatternBlocks:
     """A CSV or Parquet file as :class:`~lcbayes.streaming.blocks.PatternBlocks`, read in
     chunks (module docstring).
@@ -98,6 +99,8 @@ def scan_file(
         spill_dir: an existing folder to write block files into (in a new folder of its own).
         sep, encoding: of a CSV file, found as :meth:`lcbayes.Dataset.from_csv` finds them
             unless given.
+        allow_ragged: read the fields missing from a CSV file's short rows as missing values
+            (else such rows are refused, as :meth:`lcbayes.Dataset.from_csv` refuses them).
     """
     if not isinstance(path, str | os.PathLike):
         raise ArgumentTypeError(f"path must be a file path, got {type(path).__name__}")
@@ -106,7 +109,7 @@ def scan_file(
     max_categories = check_int(max_categories, "max_categories", 1)
     if spill_dir is not None and not Path(spill_dir).is_dir():
         raise ArgumentError(f"spill_dir must be an existing folder, got {str(spill_dir)!r}")
-    table = _Table(Path(path), chunk_rows, sep, encoding)
+    table = _Table(Path(path), chunk_rows, sep, encoding, allow_ragged)
     if columns is None and categories is not None:
         columns = list(categories)
     columns = table.names if columns is None else chosen_columns(table.names, columns)
@@ -131,19 +134,20 @@ class _Table:
     """A CSV or Parquet file read in chunks of rows."""
 
     def __init__(self, path: Path, chunk_rows: int, sep: str | None,
-                 encoding: str | None) -> None:
-        name = repr(str(path))
-        if path.is_dir():
-            raise DataError(f"{name} is a folder, not a data file; give the file's path")
-        if not path.is_file():
-            raise DataError(f"no such file: {name}")
+                 encoding: str | None, allow_ragged: bool) -> None:
         self.path, self.chunk_rows = path, chunk_rows
         self.parquet = path.suffix.lower() in PARQUET_SUFFIXES
         if self.parquet:
+            name = repr(str(path))
+            if path.is_dir():
+                raise DataError(f"{name} is a folder, not a data file; give the file's path")
+            if not path.is_file():
+                raise DataError(f"no such file: {name}")
             self.file = _parquet_file(path, name)
             self.names = [str(c) for c in self.file.schema_arrow.names]
         else:
-            self.encoding, self.sep = table_format(path, encoding=encoding, sep=sep)
+            self.encoding, self.sep = table_format(path, encoding=encoding, sep=sep,
+                                                   allow_ragged=allow_ragged)
             self.names = read_header(path, encoding=self.encoding, sep=self.sep)
         dupes = sorted({n for n in self.names if self.names.count(n) > 1})
         if dupes:
