@@ -15,6 +15,7 @@ import html
 import importlib.metadata
 import io
 import math
+import os
 import platform
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,7 +28,8 @@ from ._version import __version__
 
 __all__ = ["CSS", "TEXT_WIDTH", "data_uri", "fmt", "fmt_setting", "html_document", "html_figure",
            "html_table", "json_value", "kv_table", "matrix_lines", "md_escape", "md_table",
-           "plural", "png", "text_html", "text_table", "versions", "wrap", "write_text"]
+           "plural", "png", "text_html", "text_table", "versions", "wrap", "write_bytes",
+           "write_text"]
 
 #: Columns of plain-text output (tables, flags and notes of the command line).
 TEXT_WIDTH = 100
@@ -232,9 +234,21 @@ def md_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     return out
 
 
-def write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path``, creating its folder; returns the path."""
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path``, creating its folder; returns the path. The bytes go to a
+    temporary file beside it, renamed over ``path`` once complete, so an interrupted run
+    leaves the old file or none, never half of one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        partial.write_bytes(data)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
     return path
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` as :func:`write_bytes` does; returns the path."""
+    return write_bytes(path, text.encode("utf-8"))

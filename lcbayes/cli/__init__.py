@@ -6,7 +6,8 @@
 * ``lcbayes learn`` (:mod:`.learn`): search for the number of classes (split/merge);
 * ``lcbayes demo`` (:mod:`.demo`): the simulated three-class demo and its reports.
 
-Bad input prints a one-line error and exits with status 2. JAX's persistent compilation cache is
+Bad input prints a one-line error and exits with status 2; Ctrl-C prints one line and exits
+with status 130 at once (:mod:`.interrupt`). JAX's persistent compilation cache is
 on (:mod:`lcbayes.cache`; ``LCBAYES_CACHE_DIR`` moves it or, set to ``off``, turns it off), so a
 second run is fast. Options left out keep the defaults of the library function behind
 the subcommand (read from its signature, so the two never disagree).
@@ -26,6 +27,7 @@ from collections.abc import Sequence
 from .._version import __version__
 from ..errors import LcbayesError
 from . import compare, demo, fit, learn, rjmcmc
+from .interrupt import exit_on_interrupt, leave
 
 __all__ = ["main"]
 
@@ -45,13 +47,15 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lcbayes`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
-    with warnings.catch_warnings(record=True) as caught:
+    with exit_on_interrupt(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             status = args.handler(args)
         except LcbayesError as exc:
             print(f"lcbayes: error: {exc}", file=sys.stderr)
             status = 2
+        except KeyboardInterrupt:
+            leave()
     messages = (str(w.message) for w in caught if issubclass(w.category, UserWarning))
     for message in dict.fromkeys(messages):  # each once, in order
         print(f"lcbayes: warning: {message}", file=sys.stderr)

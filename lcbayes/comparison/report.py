@@ -45,6 +45,7 @@ from ..render import (
     plural,
     text_html,
     wrap,
+    write_bytes,
     write_text,
 )
 from ..render import (
@@ -396,11 +397,10 @@ def markdown(comp: Comparison, path: str | Path | None = None, title: str | None
     lines += ["## Flags", "", *([f"* {item}" for item in items] or ["None."]), ""]
     if path is not None:
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         lines += ["## Figures", ""]
         for key, data in comp.figure_pngs().items():
-            image = path.with_name(f"{path.stem}-{key.replace('_', '-')}.png")
-            image.write_bytes(data)
+            image = write_bytes(path.with_name(f"{path.stem}-{key.replace('_', '-')}.png"),
+                                data)
             lines += [f"![{key}]({image.name})", "", f"*{CAPTIONS[key]}*", ""]
     lines += ["## Run", ""]
     for heading, items in _metadata_items(comp).items():

@@ -143,6 +143,7 @@ def _run_here(names: list[str], structures: list[Structure], shared: dict, worke
                   file=sys.stderr)
     pool = ThreadPoolExecutor(max_workers=workers)
     running: dict = {}
+    interrupted = False
     try:
         while waiting or running:
             ready = sorted((t for t, deps in waiting.items() if finished.issuperset(deps)),
@@ -161,8 +162,11 @@ def _run_here(names: list[str], structures: list[Structure], shared: dict, worke
                 finished.add((j, name))
                 if len(done) == per_candidate:
                     bar.update(1)
+    except BaseException:        # Ctrl-C: the caller gets control back now, the running
+        interrupted = True       # engine calls end on their own and are dropped
+        raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
         bar.close()
     return [_one_at_a_time(st, out, data, settings, needed)
             for st, out in zip(structures, outcomes, strict=True)]

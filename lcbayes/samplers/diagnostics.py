@@ -56,6 +56,7 @@ from ..render import (
     plural,
     png,
     versions,
+    write_bytes,
     write_text,
 )
 from .idata import arviz, as_inference_data, condition_on_k, k_shares
@@ -311,9 +312,8 @@ class Diagnostics:
             if path is None:
                 target = data_uri(image)
             else:
-                file = Path(path).with_name(f"{Path(path).stem}-{key.replace('_', '-')}.png")
-                file.parent.mkdir(parents=True, exist_ok=True)
-                file.write_bytes(image)
+                file = write_bytes(
+                    Path(path).with_name(f"{Path(path).stem}-{key.replace('_', '-')}.png"), image)
                 target = file.name
             lines += [f"![{key}]({target})", "", f"*{CAPTIONS[key]}*", ""]
         lines.append("**Versions**: " + "; ".join(f"{k} = {fmt_setting(v)}"
