@@ -56,7 +56,7 @@ class SerialExecutor:
 
     def map(self, fn: Callable, tasks: Sequence, shared: Mapping[str, Any] | None = None,
             progress: bool = False, desc: str = "tasks") -> list:
-        bar = new_bar(total=len(tasks), desc=desc, unit="task", disable=not progress,
+        bar = new_bar(total=len(tasks), desc=desc, unit="task", disable=not progress, log_every=0,
                       file=sys.stderr)
         out = []
         try:
@@ -94,7 +94,7 @@ class DaskExecutor:
     def map(self, fn: Callable, tasks: Sequence, shared: Mapping[str, Any] | None = None,
             progress: bool = False, desc: str = "tasks") -> list:
         scattered = {name: self.scatter(value) for name, value in (shared or {}).items()}
-        bar = new_bar(total=len(tasks), desc=desc, unit="task", disable=not progress,
+        bar = new_bar(total=len(tasks), desc=desc, unit="task", disable=not progress, log_every=0,
                       file=sys.stderr)
         lock = threading.Lock()
 

@@ -1,4 +1,8 @@
-"""Progress bars that never warn about a missing ipywidgets.
+"""Progress bars that never warn about a missing ipywidgets, and plain lines in logs.
+
+Where the output is not a terminal (a log file, a job scheduler's capture) and not a notebook,
+:func:`new_bar` gives a :class:`LineProgress` instead: one plain line per step done (at most
+one per ``log_every`` seconds, and always the last), never a carriage return.
 
 ``tqdm.auto`` draws tqdm's widget bar inside a Jupyter kernel. Where ipywidgets is not
 installed it cannot, and merely *importing* it then emits ``TqdmWarning: IProgress not found.
@@ -15,9 +19,11 @@ compiled program independent of the bar).
 from __future__ import annotations
 
 import importlib.util
+import sys
+import time
 from contextlib import contextmanager
 
-__all__ = ["advance_loop_bar", "loop_bar", "new_bar", "widgets_available"]
+__all__ = ["LineProgress", "advance_loop_bar", "loop_bar", "new_bar", "widgets_available"]
 
 #: The loop bars open now, the innermost last.
 _LOOP_BARS: list = []
@@ -29,10 +35,60 @@ def widgets_available() -> bool:
     return importlib.util.find_spec("ipywidgets") is not None
 
 
-def new_bar(**options):
+class LineProgress:
+    """A progress report for logs with the part of tqdm's interface lcbayes uses (``update``,
+    ``set_postfix_str``, ``close``, ``n``, a context manager): ``"<desc>: <n>/<total> <unit>s
+    done, <s> s (<postfix>)"`` lines on ``file``."""
+
+    def __init__(self, total: int | None = None, desc: str = "", unit: str = "it",
+                 disable: bool = False, file=None, log_every: float = 10.0, **_ignored) -> None:
+        self.total, self.desc, self.unit, self.disable = total, desc, unit, disable
+        self.file, self.log_every = file or sys.stderr, log_every
+        self.n, self._shown, self.postfix = 0, 0, ""
+        self._start = self._last = time.perf_counter()
+
+    def set_postfix_str(self, text: str) -> None:
+        """Text after the count on the next line (as tqdm's postfix)."""
+        self.postfix = text
+
+    def update(self, steps: int = 1) -> None:
+        self.n += steps
+        now = time.perf_counter()
+        if now - self._last >= self.log_every or self.n == self.total:
+            self._line(now)
+
+    def _line(self, now: float) -> None:
+        if self.disable or self.n == self._shown:
+            return
+        of = "" if self.total is None else f"/{self.total}"
+        tail = f" ({self.postfix})" if self.postfix else ""
+        print(f"{self.desc}: {self.n}{of} {self.unit}s done, {now - self._start:.0f} s{tail}",
+              file=self.file, flush=True)
+        self._shown, self._last = self.n, now
+
+    def close(self) -> None:
+        self._line(time.perf_counter())
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _interactive(file) -> bool:
+    """Whether ``file`` shows a live bar: a terminal, or the output of a notebook kernel."""
+    isatty = getattr(file, "isatty", None)
+    return bool(isatty and isatty()) or "ipykernel" in sys.modules
+
+
+def new_bar(log_every: float = 10.0, **options):
     """A tqdm progress bar; ``options`` are tqdm's keyword arguments (``total``, ``desc``,
     ``unit``, ``disable``, ``file``, ...). The class is ``tqdm.auto.tqdm`` where ipywidgets is
-    installed and ``tqdm.std.tqdm`` otherwise (module docstring)."""
+    installed and ``tqdm.std.tqdm`` otherwise; a :class:`LineProgress` (a line per step, at
+    most one per ``log_every`` seconds) where the output is a log (module docstring)."""
+    if not _interactive(options.get("file") or sys.stderr):
+        return LineProgress(log_every=log_every, **options)
     if widgets_available():
         from tqdm.auto import tqdm
     else:

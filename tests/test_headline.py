@@ -82,3 +82,12 @@ def test_cli_headline_for_each_mix_of_methods(capsys, methods, criterion):
     for method in methods.split(","):
         for heading in headings[method]:
             assert heading in table, (method, heading)
+
+
+def test_a_report_with_the_smc_evidence_draws_its_posterior(carcinoma, tmp_path):
+    # the posterior figure coloured bars by a fixed list of methods without smc (KeyError)
+    comp = lcb.compare(carcinoma, classes=[1, 2], methods=["bic", "smc"], seed=0,
+                       progress=False)
+    assert set(comp.to_frame()["evidence_method"]) <= {"smc", "exact"}
+    page = comp.to_html(tmp_path / "smc.html").read_text()
+    assert "Highest log evidence" in page and page.count("data:image/png") >= 2

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -97,6 +99,25 @@ def structure_file(path: str, data: Dataset) -> Structure:
 
 
 def check_output(path: str | None, option: str) -> None:
-    """Refuse an output path that cannot be a file before the long computation starts."""
-    if path is not None and Path(path).is_dir():
+    """Refuse an output path that cannot be written before the long computation starts: a
+    folder, a path under a file, or a place this process cannot write to (probed by creating
+    and removing a file in the nearest existing folder)."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
         raise UsageError(f"{option} {path!r} is a folder; give a file name")
+    folder = target.absolute().parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise UsageError(f"{option} {path!r} cannot be written: {str(folder)!r} is a file, "
+                         "not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+        if target.exists() and not os.access(target, os.W_OK):
+            raise PermissionError(f"{str(target)!r} is read-only")
+    except OSError as exc:
+        raise UsageError(f"{option} {path!r} cannot be written ({exc.strerror or exc}); give "
+                         "a path in a folder you can write to") from None

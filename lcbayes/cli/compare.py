@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
     comp = compare(data, candidates, methods=args.methods, seed=args.seed,
                    exact={"auto": "auto", "yes": True, "no": False}[args.exact],
-                   progress=False if args.json else None,
+                   progress=not args.json,
                    executor="dask" if args.workers is not None else None,
                    scheduler=args.scheduler, workers=args.workers, **options)
     written = write_reports(comp, args.report, args.markdown, data_name=Path(args.data).name)

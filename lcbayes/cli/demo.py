@@ -1,6 +1,7 @@
 """``lcbayes demo [--out reports] [--seed 0]``: simulate the documented three-class data set
-(:data:`DEMO_SHARES`, :data:`DEMO_PROFILES`), compare 1-5 classes by every default method and
-write ``demo.html`` and ``demo.md`` (with its PNG figures) to ``--out``."""
+(:data:`DEMO_SHARES`, :data:`DEMO_PROFILES`), save it as ``demo.csv``, compare 1-5 classes by
+the default methods and write ``demo.html`` and ``demo.md`` (with its PNG figures) to
+``--out``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from ..comparison import compare
 from ..constructors import latent_class
 from ..data import Dataset
 from ..params import simulate
-from .common import UsageError
+from ..render import write_text
+from .common import UsageError, check_output
 from .compare import write_reports
 
 __all__ = ["DEMO_PROFILES", "DEMO_ROWS", "DEMO_SETTINGS", "DEMO_SHARES", "add_parser",
@@ -30,9 +32,8 @@ DEMO_PROFILES = (
 )
 #: Demo data: number of rows.
 DEMO_ROWS = 500
-#: Demo run: AIS chains and temperatures, EM/VBEM restarts.
-DEMO_SETTINGS = {"ais_chains": 16, "ais_temperatures": 2048, "restarts": 10,
-                 "methods": ("bic", "bic_e", "aic", "icl", "cs", "vbem", "ais")}
+#: Demo run: the methods (the default evidence route, lcb.smc), EM/VBEM restarts.
+DEMO_SETTINGS = {"restarts": 10, "methods": ("bic", "bic_e", "aic", "icl", "cs", "vbem", "smc")}
 
 
 def add_parser(sub) -> None:
@@ -52,11 +53,10 @@ def demo_description(seed: int | None = None) -> str:
         for k, (share, profile) in enumerate(zip(DEMO_SHARES, DEMO_PROFILES, strict=True)))
     return (f"Simulates {DEMO_ROWS} rows of six binary items Q1..Q6 (no/yes) from a latent "
             f"class model with three classes, P(yes | class) for Q1..Q6: {rows}. Data seed: "
-            f"{'--seed' if seed is None else seed}. Compares 1-5 classes by BIC, BIC_e, AIC, "
-            "ICL, CS, VBEM and AIS "
-            f"({DEMO_SETTINGS['ais_chains']} chains x {DEMO_SETTINGS['ais_temperatures']} "
-            f"temperatures, {DEMO_SETTINGS['restarts']} EM/VBEM restarts) and writes "
-            "demo.html and demo.md (+ PNG figures) to --out.")
+            f"{'--seed' if seed is None else seed}. Saves them as demo.csv, compares 1-5 classes "
+            "by BIC, BIC_e, AIC, ICL, CS, VBEM and the SMC/bridge log evidence "
+            f"({DEMO_SETTINGS['restarts']} EM/VBEM restarts) and writes demo.html and demo.md "
+            "(+ PNG figures) to --out.")
 
 
 def demo_data(seed: int = 0) -> Dataset:
@@ -77,7 +77,12 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {args.out!r} is a file; give a folder")
+    for name in ("demo.csv", "demo.html", "demo.md"):
+        check_output(str(out / name), "--out")
     data = demo_data(args.seed)
+    csv_path = write_text(out / "demo.csv", data.to_pandas().to_csv(index=False))
+    print(f"wrote {csv_path} (the simulated data: lcbayes compare {csv_path} --classes 1-5 "
+          "compares them again)")
     comp = compare(data, classes=range(1, 6), seed=args.seed, **DEMO_SETTINGS)
     truth = pd.DataFrame(
         [[f"class {k + 1}", share, *profile] for k, (share, profile)
@@ -85,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         columns=["class", "share", *(f"P(Q{j + 1} = yes)" for j in range(6))])
     frame = comp.to_frame()
     labels = {"bic": "BIC", "bic_e": "BIC_e", "aic": "AIC", "icl": "ICL", "cs": "CS + ln S",
-              "vbem": "VB F + ln S", "ais": "AIS", "exact": "exact",
+              "vbem": "VB F + ln S", "smc": "SMC/bridge", "exact": "exact",
               "evidence": "the best log evidence"}
     choices = ", ".join(
         f"{labels[m]}: {', '.join(frame.loc[frame[f'rank_{m}'] == 1, 'name'])}"
@@ -101,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             "under the Dirichlet(1) prior an emptied class costs only about (1/2) ln N "
             "(a singular model's learning coefficient grows by alpha/2 = 1/2 per emptied "
             "class instead of by d/2; Watanabe 2009, Rousseau & Mengersen 2011), a cost that "
-            "terms of order one can offset at this sample size. So the AIS evidence can stay "
+            "terms of order one can offset at this sample size. So the log evidence can stay "
             "nearly flat from 3 to 5 classes; its posterior spread over them reads 'at least "
             "3 classes'. The VB bound plus ln S assumes well separated, fully used classes "
             "and drops with each superfluous class. The bic_singular flags mark the rows "

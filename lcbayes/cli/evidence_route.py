@@ -278,7 +278,7 @@ def evidence_route(data: Dataset, args: argparse.Namespace, mixing: KMixing,
     options = engine_options(args, time_budget="time_budget", smc_particles="smc_particles")
     comp = compare(data, {f"LC({k})": latent_class(data, k) for k in range(1, upper + 1)},
                    methods=list(METHODS), seed=args.seed,
-                   progress=False if args.json else None, **options)
+                   progress=not args.json, **options)
     return EvidenceRoute(comparison=comp, prior_k=prior_k, sampler_k=posterior_k,
                          mixing=mixing, asked=args.evidence == "yes", n_rows=data.n_rows,
                          data_name=args.data, seconds=time.perf_counter() - start,

@@ -121,7 +121,7 @@ def posterior_figure(frame: pd.DataFrame) -> Figure:
     ax = fig.subplots()
     prob = frame["posterior_prob"].to_numpy(dtype=float)
     x = np.arange(len(frame))
-    colours = {"exact": "black", "ais": "tab:red", "vbem": "tab:green", "none": "white"}
+    colours = {m.name: m.plot[1] for m in registry.methods() if m.plot is not None}
     ok = np.isfinite(prob)
     low = frame["posterior_low"].to_numpy(dtype=float)
     high = frame["posterior_high"].to_numpy(dtype=float)

@@ -140,7 +140,7 @@ def _run_here(names: list[str], structures: list[Structure], shared: dict, worke
     outcomes = [({}, _first_note(exact), {}) for _ in structures]
     finished: set[tuple[int, str]] = set()
     bar = new_bar(total=len(structures), desc="compare", unit="model", disable=not show,
-                  file=sys.stderr)
+                  log_every=0, file=sys.stderr)
     pool = ThreadPoolExecutor(max_workers=workers)
     running: dict = {}
     interrupted = False

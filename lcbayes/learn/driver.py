@@ -39,8 +39,8 @@ class Path:
                                hidden=hidden, loglik=candidate.loglik, score=candidate.score,
                                accepted=accepted, seconds=time.perf_counter() - self.started))
         if self.bar is not None:
-            self.bar.update(1)
             self.bar.set_postfix_str(f"{operation} -> {hidden}, score {candidate.score:.1f}")
+            self.bar.update(1)
 
 
 def _hidden(model) -> tuple[int, str]:

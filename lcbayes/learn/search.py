@@ -76,7 +76,7 @@ def _context(data: Dataset, score: str, method: str, seed, time_limit, started: 
 def run_search(ctx: Context, name: str, progress: bool, search: Callable[[Path], Scored],
                started: float) -> tuple[Scored, Path]:
     """``search(path)`` with a progress bar over the moves (if ``progress``)."""
-    bar = new_bar(desc=name, unit="move") if progress else None
+    bar = new_bar(desc=name, unit="move", log_every=0) if progress else None
     path = Path(started, bar)
     try:
         return search(path), path

@@ -1,0 +1,57 @@
+"""Progress in logs: where stderr is not a terminal, plain lines (one per finished candidate,
+task or move; loops at most one per ``log_every`` seconds), never a carriage return."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+from lcbayes.progress import LineProgress, new_bar
+
+from .conftest import shared_csv
+
+
+def test_compare_into_a_log_prints_a_line_per_candidate_and_no_carriage_return(tmp_path):
+    log = tmp_path / "err.log"
+    with log.open("w") as err:
+        done = subprocess.run(
+            [sys.executable, "-m", "lcbayes", "compare", str(shared_csv("carcinoma.csv")),
+             "--classes", "1-5", "--methods", "bic", "--report", str(tmp_path / "r.html")],
+            stdout=subprocess.PIPE, stderr=err, check=False)
+    text = log.read_text()
+    assert done.returncode == 0, text
+    assert "\r" not in text
+    for k in range(1, 6):
+        assert f"compare: {k}/5 models done" in text
+
+
+def test_a_log_bar_throttles_loops_but_always_shows_the_last_step():
+    out = io.StringIO()
+    bar = new_bar(total=1000, desc="AIS", unit="step", file=out, log_every=3600)
+    assert isinstance(bar, LineProgress)
+    for _ in range(1000):
+        bar.update(1)
+    bar.close()
+    assert out.getvalue().splitlines() == [out.getvalue().splitlines()[0]]
+    assert out.getvalue().startswith("AIS: 1000/1000 steps done")
+    every = io.StringIO()
+    with new_bar(desc="learn", unit="move", file=every, log_every=0) as moves:
+        for step in range(3):
+            moves.set_postfix_str(f"split -> {step + 2}")
+            moves.update(1)
+    lines = every.getvalue().splitlines()
+    assert len(lines) == 3 and lines[-1].startswith("learn: 3 moves done")
+    assert lines[-1].endswith("(split -> 4)")
+
+
+def test_an_unwritable_report_is_refused_before_any_work(tmp_path, capsys):
+    from lcbayes.cli import main
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for report in (blocker / "r.html", "/proc/lcbayes-test/r.html"):
+        assert main(["compare", str(shared_csv("carcinoma.csv")), "--classes", "1-2",
+                     "--report", str(report)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--report" in err[0] and "cannot be written" in err[0]
