@@ -27,7 +27,7 @@ from lcbayes.samplers.smc import (
     smc_data,
 )
 from lcbayes.samplers.smc_evidence import smc_prior
-from lcbayes.samplers.smc_result import MAX_RUN_SD, run_statistics
+from lcbayes.samplers.smc_result import MAX_RUN_SD, SMCResult, run_statistics, stuck_runs
 from lcbayes.validation import fit_data
 
 
@@ -216,6 +216,24 @@ def test_run_statistics_refuse_too_few_runs_and_a_wide_spread():
                                rel=1e-3)
     value, _, _ = run_statistics(np.array([-1.0, -1.5]), pooled=True)
     assert value == pytest.approx(math.log((math.exp(-1) + math.exp(-1.5)) / 2))
+
+
+def test_bridge_runs_stuck_in_a_minor_mode_are_left_out_and_counted():
+    runs = np.array([-20989.2, -20989.67, -20989.2, -20988.52, -20987.8, -21028.76])
+    np.testing.assert_array_equal(stuck_runs(runs), [False] * 5 + [True])
+    assert not stuck_runs(runs[[0, 5]]).any()                    # two runs: no median
+    assert not stuck_runs(np.array([-1.0, -30.0, -31.0, -30.5])).any()   # half are low
+    assert not stuck_runs(runs[:5]).any()
+    smc = runs - 60.0 + np.array([0.0, 3, 5, 1, 2, 4])
+    result = SMCResult.from_runs(smc, runs, run_steps=np.ones(6, dtype=np.int64),
+                                 run_seconds=np.ones(6), seconds=6.0, n_classes=5,
+                                 particles=128, sweeps=1, ess_target=0.9, bridge_draws=256,
+                                 seed=0)
+    assert result.bridge_stuck == 1 and result.bridge_reason == ""
+    assert result.bridge_log_evidence == pytest.approx(runs[:5].mean())
+    assert result.log_evidence == result.bridge_log_evidence
+    assert "1 of 6 bridge runs left out" in result.summary()
+    assert SMCResult.from_dict(json.loads(json.dumps(result.to_dict()))).bridge_stuck == 1
 
 
 def test_a_time_budget_stops_the_runs():
