@@ -87,10 +87,12 @@ class SMCData(NamedTuple):
     counts: np.ndarray
 
 
-def _prefix_class(rows: np.ndarray) -> PrefixClass:
+def _prefix_class(rows: np.ndarray, patterns: int) -> PrefixClass:
+    """The prefix class of ``rows`` with ``patterns`` pattern segments (those beyond the
+    patterns the rows use are empty)."""
     position = np.argsort(rows, kind="stable").astype(np.int32)
     sorted_rows = rows[position]
-    patterns = np.arange(int(rows.max()) + 1)
+    patterns = np.arange(patterns)
     return PrefixClass(rows, sorted_rows, position,
                        np.searchsorted(sorted_rows, patterns, "left").astype(np.int32),
                        np.searchsorted(sorted_rows, patterns, "right").astype(np.int32))
@@ -110,13 +112,15 @@ def ordered_rows(data: Dataset, rng: np.random.Generator) -> tuple[np.ndarray, n
     return patterns[used], renumber[ordered].astype(np.int32)
 
 
-def prefix_classes(rows: np.ndarray) -> tuple[PrefixClass, ...]:
+def prefix_classes(rows: np.ndarray, patterns: int) -> tuple[PrefixClass, ...]:
     """The :class:`PrefixClass` of every size class (all ``N`` rows, ``N / 4``, ... down to
-    :data:`MIN_PREFIX` or more), largest first."""
+    :data:`MIN_PREFIX` or more), largest first. A class of ``n`` rows has ``min(n, patterns)``
+    pattern segments whatever the order (``patterns`` the data's), so every row order gives
+    arrays of the same shapes: each run orders the rows afresh in one compiled program."""
     sizes = [rows.size]
     while sizes[-1] // PREFIX_RATIO >= MIN_PREFIX:
         sizes.append(-(-sizes[-1] // PREFIX_RATIO))
-    return tuple(_prefix_class(rows[:s]) for s in sizes)
+    return tuple(_prefix_class(rows[:s], min(s, patterns)) for s in sizes)
 
 
 def smc_data(data: Dataset, rng: np.random.Generator) -> SMCData:
@@ -128,7 +132,8 @@ def smc_data(data: Dataset, rng: np.random.Generator) -> SMCData:
     one_hot = np.zeros((*codes.shape, width))
     p, j = np.nonzero(codes >= 0)
     one_hot[p, j, codes[p, j]] = 1.0
-    return SMCData(one_hot, np.arange(width)[None, :] < cards[:, None], prefix_classes(rows),
+    return SMCData(one_hot, np.arange(width)[None, :] < cards[:, None],
+                   prefix_classes(rows, codes.shape[0]),
                    np.bincount(rows, minlength=codes.shape[0]).astype(np.float64))
 
 

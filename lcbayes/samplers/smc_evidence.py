@@ -47,7 +47,6 @@ from ..validation import (
     check_int,
     check_positive,
     fit_data,
-    numpy_rng,
     prng_key,
     seed_record,
 )
@@ -146,7 +145,9 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
             round's runs so far, or twice the last round's) once two runs of a round are
             made, and no round starts that could not make two; so fewer runs and particles
             may run.
-        seed: an integer or a ``jax.random`` key: the row order and every run's draws.
+        seed: an integer or a ``jax.random`` key: every run's row order (each run orders
+            the rows afresh, so runs that a row order leads into the same minor mode of the
+            posterior do not agree by construction) and draws.
         prior: Dirichlet pseudo-counts as everywhere in lcbayes, the same for every class.
         pad_classes: run inside this many class slots (``compare`` passes its largest ``K`` so
             that its candidates share one compiled program); the same estimator.
@@ -170,34 +171,38 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
         target_stderr = check_positive(target_stderr, "target_stderr")
     data = fit_data(structure, data)
     key = prng_key(seed)
+    def order(index: int) -> np.random.Generator:    # run index's own row order
+        return np.random.default_rng([*np.atleast_1d(seed_record(seed)), index])
+
     if structure.kind == "latent_class":
         k = structure.n_classes
         slots = k if pad_classes is None else check_int(pad_classes, "pad_classes", k)
-        ordered = smc_data(data, numpy_rng(seed))
-        lc_prior = smc_prior(structure, prior, slots, ordered.categories)
-        device_data = jax.tree.map(jnp.asarray, ordered)
-        sizes = {"rows": int(ordered.classes[0].rows.size),
-                 "patterns": int(ordered.one_hot.shape[0])}
+        first = smc_data(data, order(0))
+        lc_prior = smc_prior(structure, prior, slots, first.categories)
+        sizes = {"rows": int(first.classes[0].rows.size),
+                 "patterns": int(first.one_hot.shape[0])}
         unavailable = ""
 
-        def one_run(run_key, m):
-            return _one_run(run_key, device_data, lc_prior, k, settings, m)
+        def one_run(run_key, m, index):
+            ordered = first if index == 0 else smc_data(data, order(index))
+            return _one_run(run_key, jax.tree.map(jnp.asarray, ordered), lc_prior, k,
+                            settings, m)
     else:
         if pad_classes is not None:
             raise ArgumentError("pad_classes applies to latent class models only")
         k = None
-        network = network_data(structure, data, numpy_rng(seed))
+        first = network_data(structure, data, order(0))
         lam = jnp.asarray(network_prior(structure, prior))
-        device_network = jax.tree.map(jnp.asarray, network)
-        sizes = {"rows": int(network.rows.size), "patterns": int(network.classes[0].ends.size),
+        sizes = {"rows": int(first.rows.size), "patterns": int(first.classes[0].ends.size),
                  "kind": structure.kind}
         unavailable = (f"bridge sampling needs the class symmetry of a latent class model; "
                        f"not available for a {structure.kind} structure")
 
-        def one_run(run_key, m):
+        def one_run(run_key, m, index):
+            network = first if index == 0 else network_data(structure, data, order(index))
             log_z, steps, _ = run_network_smc(
-                run_key, device_network, lam, settings["ess_target"], TEMPER_ESS,
-                structure=structure, particles=m, sweeps=settings["sweeps"],
+                run_key, jax.tree.map(jnp.asarray, network), lam, settings["ess_target"],
+                TEMPER_ESS, structure=structure, particles=m, sweeps=settings["sweeps"],
                 max_moves=MAX_MOVES)
             return float(log_z), math.nan, int(steps)
     rounds: list[dict] = []
@@ -242,7 +247,7 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
                 stopped = "time_budget"
                 break
             t = time.perf_counter()
-            estimates.append(one_run(jax.random.fold_in(key, made), m))
+            estimates.append(one_run(jax.random.fold_in(key, made), m, made))
             seconds.append(time.perf_counter() - t)
             made += 1
         final = result(estimates, seconds, m, stopped)

@@ -73,7 +73,7 @@ def network_data(structure: Structure, data: Dataset, rng: np.random.Generator
                              f"{MAX_ENUMERATED_STATES}: use fewer or smaller hidden variables")
     codes, rows = ordered_rows(data, rng)
     evidence = enumeration.prepare(structure, jnp.asarray(codes))
-    return NetworkData(rows, evidence, prefix_classes(rows))
+    return NetworkData(rows, evidence, prefix_classes(rows, codes.shape[0]))
 
 
 def network_prior(structure: Structure, prior: PriorSpec) -> np.ndarray:
