@@ -228,18 +228,14 @@ class Dataset:
         allow_ragged: bool = False,
         **read_csv_kwargs,
     ) -> Dataset:
-        """Read a CSV file (header row required; :func:`lcbayes.csvfile.read_table`): a path,
-        ``"-"`` for standard input, compressed (gzip, bzip2, xz, zip) or not, or an Excel
-        workbook (``.xlsx``; needs ``openpyxl``).
+        """Read a CSV file (header row required): a path or ``"-"`` (standard input), gzip,
+        bzip2, xz or zip compressed or not, or an ``.xlsx`` workbook (needs ``openpyxl``).
 
-        The encoding (a byte-order mark's, else UTF-8, else Windows-1252 or Latin-1 with a
-        warning) and the delimiter (comma, semicolon, tab or bar) are found unless given as
-        ``encoding`` and ``sep``. Empty fields and pandas' default NA strings (``NA``, ``NaN``,
-        ``null``, ...) are missing values. A file that decodes to control characters, has
-        duplicate column names or rows with more or fewer fields than the header is refused
-        (``allow_ragged``: the fields missing from short rows are missing values). Other
-        arguments are as in :meth:`from_pandas`; extra keyword arguments go to
-        :func:`pandas.read_csv`.
+        Encoding and delimiter are found unless given as ``encoding`` and ``sep``; empty fields
+        and pandas' NA strings are missing values; control characters, duplicate column names
+        and ragged rows are refused (``allow_ragged``: short rows' missing fields are missing
+        values): :func:`lcbayes.csvfile.read_table`. Other arguments are as in
+        :meth:`from_pandas`; extra keyword arguments go to :func:`pandas.read_csv`.
         """
         frame = read_table(path, encoding=encoding, sep=sep, allow_ragged=allow_ragged,
                            **read_csv_kwargs)

@@ -77,9 +77,10 @@ class LineProgress:
 
 
 def _interactive(file) -> bool:
-    """Whether ``file`` shows a live bar: a terminal, or the output of a notebook kernel."""
+    """Whether ``file`` shows a live bar: a terminal, or a notebook kernel's output (its
+    shell imported, tqdm.auto's test)."""
     isatty = getattr(file, "isatty", None)
-    return bool(isatty and isatty()) or "ipykernel" in sys.modules
+    return bool(isatty and isatty()) or "ipykernel.zmqshell" in sys.modules
 
 
 def new_bar(log_every: float = 10.0, **options):

@@ -284,6 +284,7 @@ def test_new_bar_uses_tqdm_auto_where_ipywidgets_is_installed(monkeypatch):
 
     from lcbayes import progress
 
+    monkeypatch.setattr(progress, "_interactive", lambda file: True)   # not a log
     monkeypatch.setattr(progress, "widgets_available", lambda: True)
     assert type(progress.new_bar(total=1, disable=True)) is tqdm.auto.tqdm
     monkeypatch.setattr(progress, "widgets_available", lambda: False)

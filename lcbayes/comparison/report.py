@@ -55,6 +55,7 @@ from . import registry
 from .applied import applied_table
 from .figures import CAPTIONS
 from .flags import short_code
+from .headline import headline
 
 if TYPE_CHECKING:
     from .table import Comparison
@@ -303,23 +304,6 @@ def _flags_html(frame: pd.DataFrame) -> str:
     rows = "".join(f"<li><b>{html.escape(n)}</b>: {html.escape(note)}</li>"
                    for n, note in zip(frame["name"], frame["flag_notes"], strict=True) if note)
     return f"<h3>Flags</h3><ul>{items}</ul><ul>{rows}</ul>"
-
-
-def headline(comp: Comparison) -> str:
-    """The one sentence that answers the comparison, naming what it rests on
-    (:attr:`Comparison.criterion <lcbayes.comparison.table.Comparison.criterion>`)."""
-    frame = comp.to_frame()
-    have = [n for n, v in zip(frame["name"], frame["log_evidence"], strict=True)
-            if np.isfinite(v)]
-    if comp.criterion == "log_evidence":
-        return f"Highest log evidence: {comp.best}."
-    partial = (f"; only {', '.join(have)} {'has' if len(have) == 1 else 'have'} a log "
-               "evidence, which ranks nothing" if have else "")
-    if comp.best is None:
-        return f"No score or log evidence for every candidate{partial}."
-    return (f"Best by {comp.criterion_label}: {comp.best} (no log evidence for every "
-            f"candidate{partial}; an evidence method, such as smc or vbem, gives "
-            "posterior probabilities).")
 
 
 def write_html(comp: Comparison, path: str | Path, title: str | None = None,

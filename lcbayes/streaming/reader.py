@@ -99,8 +99,7 @@ def scan_file(
         spill_dir: an existing folder to write block files into (in a new folder of its own).
         sep, encoding: of a CSV file, found as :meth:`lcbayes.Dataset.from_csv` finds them
             unless given.
-        allow_ragged: read the fields missing from a CSV file's short rows as missing values
-            (else such rows are refused, as :meth:`lcbayes.Dataset.from_csv` refuses them).
+        allow_ragged: short rows of a CSV file, as :meth:`lcbayes.Dataset.from_csv` reads them.
     """
     if not isinstance(path, str | os.PathLike):
         raise ArgumentTypeError(f"path must be a file path, got {type(path).__name__}")
