@@ -93,6 +93,7 @@ API: dict[str, str] = {
     "classification_quality": "lcbayes.indices",
     "bivariate_residuals": "lcbayes.indices",
     "standard_errors": "lcbayes.information",
+    "boundary_entries": "lcbayes.information",
     "blrt": "lcbayes.lrt",
     "lmr": "lcbayes.lrt",
     "BLRTResult": "lcbayes.lrt",

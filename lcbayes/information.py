@@ -306,13 +306,11 @@ def _check(structure, tables, info, score, inverse, method):
             problems.append("the observed information has a negative eigenvalue "
                             f"({eigen[0]:.3g}): the estimate is a saddle point, not a maximum")
     boundary = boundary_entries(structure, from_tables(structure, tables))
-    if boundary:
-        shown = "; ".join(boundary[:6]) + (f"; and {len(boundary) - 6} more"
-                                           if len(boundary) > 6 else "")
+    if boundary:     # one line with a count; lcb.boundary_entries lists them all
+        shown = boundary[0] + (f" and {len(boundary) - 1} more" if len(boundary) > 1 else "")
         problems.append(f"{len(boundary)} estimated probabilit"
                         f"{'y is' if len(boundary) == 1 else 'ies are'} on the boundary "
-                        f"(below {BOUNDARY:g}: {shown}): their standard errors (and, in a "
-                        "two-category row, the other entry's) are not meaningful; reported as "
-                        "poLCA computes them, usually near 0")
+                        f"(below {BOUNDARY:g}: {shown}; lcb.boundary_entries lists them): "
+                        "their standard errors are not meaningful")
     for message in problems:
         warnings.warn(message, StandardErrorWarning, stacklevel=4)

@@ -1,5 +1,6 @@
-"""Progress in logs: where stderr is not a terminal, plain lines (one per finished candidate,
-task or move; loops at most one per ``log_every`` seconds), never a carriage return."""
+"""What a log shows: progress as plain lines where stderr is not a terminal (one per finished
+candidate, task or move; loops at most one per ``log_every`` seconds), never a carriage return;
+an unwritable output refused before any work; boundary estimates as one warning line."""
 
 from __future__ import annotations
 
@@ -55,3 +56,13 @@ def test_an_unwritable_report_is_refused_before_any_work(tmp_path, capsys):
                      "--report", str(report)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "--report" in err[0] and "cannot be written" in err[0]
+
+
+def test_boundary_estimates_are_one_warning_line_with_a_count(capsys):
+    from lcbayes.cli import main
+
+    assert main(["fit", str(shared_csv("carcinoma.csv")), "--classes", "3"]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if "boundary" in line]
+    assert len(err) == 1 and len(err[0]) < 200
+    assert "10 estimated probabilities are on the boundary" in err[0]
+    assert "and 9 more; lcb.boundary_entries lists them" in err[0]
