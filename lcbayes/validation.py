@@ -32,8 +32,8 @@ from .errors import ArgumentError, ArgumentTypeError, DataError, StructureError
 from .structure import Structure
 
 __all__ = ["MAX_SEED", "Seed", "as_dataset", "check_choice", "check_int", "check_positive",
-           "check_seed", "check_structure", "data_for", "fit_data", "numpy_rng", "prng_key",
-           "seed_record"]
+           "check_seed", "check_structure", "data_for", "fit_data", "numpy_rng", "observed_data",
+           "prng_key", "seed_record"]
 
 #: Seeds are integers in ``[0, MAX_SEED)``.
 MAX_SEED = 2**63
@@ -173,11 +173,22 @@ def data_for(structure: Structure, data, name: str = "data") -> Dataset:
         raise type(exc)(message if message.startswith(name) else f"{name}: {message}") from None
 
 
+def observed_data(structure: Structure, data, name: str = "data") -> Dataset:
+    """:func:`data_for`, refusing data with no observed value at all: there is nothing to fit
+    (the log-likelihood would be 0 whatever the model)."""
+    data = data_for(structure, data, name)
+    if not (data.patterns >= 0).any():
+        raise DataError(f"every value of {name} is missing ({data.n_rows} rows of "
+                        f"{list(structure.observed_names)}): there is nothing to fit")
+    return data
+
+
 def fit_data(structure: Structure, data, name: str = "data") -> Dataset:
     """:func:`data_for`, for a fit: warns where a hidden node has more states than the data
     have distinct observed patterns (the extra states cannot be told apart by the data; the
-    fit is legal but its classes are not identified)."""
-    data = data_for(structure, data, name)
+    fit is legal but its classes are not identified); data with no observed value are refused
+    (:func:`observed_data`)."""
+    data = observed_data(structure, data, name)
     distinct = int((data.patterns >= 0).any(axis=1).sum())
     for node in structure.hidden_nodes:
         states = structure.cardinalities[node]

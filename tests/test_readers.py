@@ -142,3 +142,23 @@ def test_without_openpyxl_an_excel_workbook_gets_one_line(tmp_path, monkeypatch,
     assert main(["fit", str(path), "--classes", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "needs openpyxl: pip install openpyxl" in err[0]
+
+
+def test_data_with_no_observed_value_are_refused_by_every_engine():
+    blank = lcb.Dataset.from_codes(np.array([[0, 0, 0], [1, 1, 1]]))
+    structure = lcb.latent_class(blank, 2)
+    frame = pd.DataFrame({c: [np.nan] * 10 for c in blank.columns})
+    engines = (lcb.em, lcb.vbem, lcb.exact_evidence, lcb.ais, lcb.smc, lcb.chib, lcb.laplace)
+    for engine in engines:       # em returned log-likelihood 0
+        with pytest.raises(DataError, match="every value of data is missing"):
+            engine(structure, frame)
+
+
+def test_a_structure_file_that_leaves_columns_out_says_which(tmp_path, capsys):
+    path = tmp_path / "data.csv"
+    path.write_text(TEXT)
+    spec = tmp_path / "tree.json"
+    spec.write_text('{"kind": "hlc", "tree": {"H": ["A", "B"]}, "cardinalities": {"H": 2}}')
+    assert main(["fit", str(path), "--structure", str(spec)]) == 0
+    err = capsys.readouterr().err
+    assert "observes 2 of the data's 3 columns; left out: C" in err

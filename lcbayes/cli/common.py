@@ -9,6 +9,7 @@ import inspect
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -91,11 +92,18 @@ def structure_file(path: str, data: Dataset) -> Structure:
     except (OSError, json.JSONDecodeError) as exc:
         raise UsageError(f"cannot read structure file {path!r}: {exc}") from None
     kind = spec.get("kind") if isinstance(spec, dict) else None
-    if kind == "hlc":
-        return hlc(data, spec.get("tree", {}), spec.get("cardinalities", {}))
-    if kind == "dag":
-        return dag(data, spec.get("parents", {}), spec.get("hidden", {}))
-    raise UsageError(f"structure file {path!r} must be a JSON object with kind 'hlc' or 'dag'")
+    if kind not in ("hlc", "dag"):
+        raise UsageError(f"structure file {path!r} must be a JSON object with kind 'hlc' or "
+                         "'dag'")
+    structure = (hlc(data, spec.get("tree", {}), spec.get("cardinalities", {})) if kind == "hlc"
+                 else dag(data, spec.get("parents", {}), spec.get("hidden", {})))
+    left_out = [c for c in data.columns if c not in structure.observed_names]
+    if left_out:
+        warnings.warn(f"the structure in {path!r} observes {len(data.columns) - len(left_out)} "
+                      f"of the data's {len(data.columns)} columns; left out: "
+                      f"{', '.join(left_out)} (--columns chooses the columns and silences this)",
+                      stacklevel=2)
+    return structure
 
 
 def check_output(path: str | None, option: str) -> None:

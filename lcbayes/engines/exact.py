@@ -57,7 +57,7 @@ from scipy.special import logsumexp
 from ..errors import StructureError
 from ..params import PriorSpec, prior_tables
 from ..structure import Structure
-from ..validation import check_positive, check_structure, data_for
+from ..validation import check_positive, check_structure, observed_data
 from .exact_dp import CountTablePlan, pattern_increments, too_large_error
 
 __all__ = ["ExactEvidence", "exact_evidence"]
@@ -144,7 +144,7 @@ def exact_evidence(
     start = time.perf_counter()
     check_structure(structure)
     max_terms = check_positive(max_terms, "max_terms")
-    data = data_for(structure, data)
+    data = observed_data(structure, data)
     alphas = prior_tables(structure, prior)
     if alphas is None:
         raise StructureError(

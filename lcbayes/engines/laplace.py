@@ -63,7 +63,7 @@ from ..errors import ArgumentError
 from ..information import information
 from ..params import PriorSpec, dirichlet_log_density, prior_tables, to_tables
 from ..structure import Structure
-from ..validation import Seed, check_choice, check_int, data_for
+from ..validation import Seed, check_choice, check_int, observed_data
 from .em import em
 from .em_result import EMResult
 from .run_record import start_engine
@@ -277,7 +277,7 @@ def laplace(structure: Structure, data, *, seed: Seed = 0, prior: PriorSpec = "d
     if alphas is None:
         raise ArgumentError("laplace needs a prior (the density in the softmax basis), got "
                             "prior=None")
-    data = data_for(structure, data)
+    data = observed_data(structure, data)
     if fit is None:
         fit = em(structure, data, restarts=restarts, seed=seed, prior=prior,
                  map_basis="softmax", **em_args)

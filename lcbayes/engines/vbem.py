@@ -68,9 +68,9 @@ from ..validation import (
     check_int,
     check_positive,
     check_structure,
-    data_for,
     fit_data,
     numpy_rng,
+    observed_data,
 )
 from . import squarem
 from .dirichlet import (
@@ -200,7 +200,7 @@ def bound_terms(structure: Structure, data, posterior: dict,
     Forms A and B always agree here; form C agrees with them when ``posterior`` is a fixed
     point of VBEM (``alpha = lambda + N(q)``)."""
     check_structure(structure)
-    data = data_for(structure, data)
+    data = observed_data(structure, data)
     priors = tuple(jnp.asarray(a) for a in proper_prior_tables(structure, prior, "bound_terms"))
     alphas = tuple(jnp.asarray(np.asarray(posterior[n], dtype=np.float64)).reshape(p.shape)
                    for n, p in zip(structure.nodes, priors, strict=True))
