@@ -53,6 +53,7 @@ from jax.scipy.special import xlogy
 from ..errors import ArgumentError, ArgumentTypeError
 from ..inference import complete_columns, e_step, flat, flat_e_step, log_marginal, prepare
 from ..inference.tying import RowTying, entry_weights, pool
+from ..memory import check_restarts_memory
 from ..params import (
     PriorSpec,
     dirichlet_log_density,
@@ -291,6 +292,7 @@ def em(
     if standard_errors is not None:
         check_choice(standard_errors, "standard_errors", ("empirical", "observed"))
     batch_size = check_batching(batch_size, restarts + (init is not None))
+    check_restarts_memory(structure, restarts, max_iter)
     padding = class_padding(structure, pad_classes)
     run_structure = structure if padding is None else padding.padded
     data = fit_data(structure, data)

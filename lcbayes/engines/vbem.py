@@ -59,6 +59,7 @@ from ..data import Dataset
 from ..errors import ArgumentError, ArgumentTypeError
 from ..inference import complete_columns, e_step, flat, flat_e_step, prepare
 from ..inference.tying import RowTying, entry_weights, pool
+from ..memory import check_restarts_memory
 from ..params import PriorSpec, from_tables, proper_prior_tables, to_tables
 from ..sharding import pattern_shards
 from ..structure import Structure
@@ -275,6 +276,7 @@ def vbem(
     if init is not None and init.structure != structure:
         raise ArgumentError("init is an EM fit of a different structure")
     batch_size = check_batching(batch_size, restarts + (init is not None))
+    check_restarts_memory(structure, restarts, max_iter)
     padding = class_padding(structure, pad_classes)
     data = fit_data(structure, data)
     shards = pattern_shards(devices, data.n_patterns)

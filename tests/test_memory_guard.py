@@ -1,0 +1,36 @@
+"""Requests that cannot fit in memory are refused before anything is compiled, naming what to
+lower (``fit --restarts 10000000`` grew to 21.7 GB and was killed)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import lcbayes as lcb
+from lcbayes.cli import main
+from lcbayes.errors import ArgumentError
+from lcbayes.memory import physical_memory, restart_bytes
+
+from .conftest import shared_csv
+
+
+def test_too_many_restarts_are_refused_at_once(carcinoma, capsys):
+    structure = lcb.latent_class(carcinoma, 3)
+    assert physical_memory() is not None
+    huge = int(physical_memory() / restart_bytes(45, 2000))      # twice the allowed share
+    for engine in (lcb.em, lcb.vbem):
+        start = time.perf_counter()
+        with pytest.raises(ArgumentError, match=rf"restarts={huge} would hold about .* "
+                                                r"GiB, more than half .*use fewer restarts"):
+            engine(structure, carcinoma, restarts=huge)
+        assert time.perf_counter() - start < 5      # nothing drawn or compiled
+    assert main(["fit", str(shared_csv("carcinoma.csv")), "--classes", "3",
+                 "--restarts", "10000000"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "use fewer restarts" in err[0]
+
+
+def test_the_estimate_is_of_the_measured_size():
+    # 16 KB a restart measured for carcinoma's 3-class model (45 table entries), max_iter 2000
+    assert 16_000 <= restart_bytes(45, 2000) <= 20_000
