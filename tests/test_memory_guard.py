@@ -34,3 +34,17 @@ def test_too_many_restarts_are_refused_at_once(carcinoma, capsys):
 def test_the_estimate_is_of_the_measured_size():
     # 16 KB a restart measured for carcinoma's 3-class model (45 table entries), max_iter 2000
     assert 16_000 <= restart_bytes(45, 2000) <= 20_000
+
+
+def test_a_model_that_is_not_identified_gets_no_standard_errors(tmp_path, capsys):
+    # LC(2) on one binary item: 3 free parameters, 1 degree of freedom
+    path = tmp_path / "one.csv"
+    path.write_text("A\n1\n2\n1\n2\n2\n1\n1\n")
+    data = lcb.Dataset.from_csv(path)
+    with pytest.warns(lcb.StandardErrorWarning, match="3 free parameters .* 1 degrees of "
+                                                      "freedom: it is not identified"):
+        fit = lcb.em(lcb.latent_class(data, 2), data, standard_errors="empirical")
+    assert fit.standard_errors is None
+    assert main(["fit", str(path), "--classes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "standard errors" not in out and "Estimated class population shares\n" in out

@@ -16,6 +16,8 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import math
+import warnings
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -106,9 +108,19 @@ class EMResult(PenalisedScores, RunRecord):
     def with_standard_errors(self, data, method: str = "empirical") -> EMResult:
         """This fit with the standard errors of its estimates on ``data`` (the data it was
         fitted to): ``"empirical"`` information (poLCA's) or ``"observed"`` information
-        (:func:`lcbayes.information.fit_standard_errors`)."""
-        from ..information import fit_standard_errors
+        (:func:`lcbayes.information.fit_standard_errors`). A model with more free parameters
+        than the observed table has degrees of freedom is not identified: then a warning says
+        so and no standard errors are computed (they would look meaningful and are not)."""
+        from ..information import StandardErrorWarning, fit_standard_errors
 
+        s = self.structure
+        dof = math.prod(s.cardinalities[i] for i in s.observed_nodes) - 1
+        if s.n_parameters > dof:
+            warnings.warn(f"this model has {s.n_parameters} free parameters but the table of "
+                          f"its {len(s.observed_nodes)} observed column(s) has {dof} degrees "
+                          "of freedom: it is not identified (lcb.identifiable tells more), so "
+                          "no standard errors are given", StandardErrorWarning, stacklevel=3)
+            return self
         errors = fit_standard_errors(self, data, method)
         return dataclasses.replace(self, standard_errors=errors, se_method=method)
 
