@@ -1,5 +1,6 @@
 """Requests that cannot fit in memory are refused before anything is compiled, naming what to
-lower (``fit --restarts 10000000`` grew to 21.7 GB and was killed)."""
+lower (``fit --restarts 10000000`` grew to 21.7 GB and was killed); a model that is not
+identified gets a warning, not standard errors that look meaningful."""
 
 from __future__ import annotations
 
