@@ -89,3 +89,12 @@ def test_a_report_with_the_smc_evidence_draws_its_posterior(carcinoma, tmp_path)
     assert set(comp.to_frame()["evidence_method"]) <= {"smc", "exact"}
     page = comp.to_html(tmp_path / "smc.html").read_text()
     assert "Highest log evidence" in page and page.count("data:image/png") >= 2
+
+
+def test_the_run_block_lists_only_the_methods_that_ran(carcinoma_bic):
+    markdown = carcinoma_bic.to_markdown()
+    settings = next(line for line in markdown.splitlines() if line.startswith("**Settings**"))
+    assert "blrt_replicates" not in settings and "ais_chains" not in settings
+    assert "smc_particles" not in settings and "restarts" in settings
+    seconds = next(line for line in markdown.splitlines() if line.startswith("**Seconds**"))
+    assert "can add up to more than the total" in seconds and "ais =" not in seconds

@@ -280,17 +280,26 @@ def _plain_table(frame: pd.DataFrame) -> str:
                       [[fmt(v, 3) for v in row] for row in frame.itertuples(index=False)])
 
 
+#: Settings that belong to one method: shown only where it ran.
+_METHOD_SETTINGS = {"ais_": "ais", "blrt_": "blrt", "smc_": "smc", "time_budget": "smc"}
+
+
 def _metadata_items(comp: Comparison) -> dict[str, dict]:
     meta = comp.metadata()
     data = meta["data"]
+    settings = {k: v for k, v in meta["settings"].items()
+                if all(not k.startswith(p) or m in comp.methods
+                       for p, m in _METHOD_SETTINGS.items())}
+    seconds = {k: f"{v:.2f}" for k, v in meta["seconds"].items() if v or k == "total"}
     return {
         "Data": {"rows": data["n_rows"], "rows with an observed value":
                  data["n_observed_rows"], "columns": ", ".join(data["columns"]),
                  "categories": ", ".join(map(str, data["cardinalities"])),
                  "distinct patterns": data["n_patterns"]},
-        "Settings": {"methods": ", ".join(meta["methods"]), **meta["settings"]},
+        "Settings": {"methods": ", ".join(meta["methods"]), **settings},
         "Seeds": meta["seeds"],
-        "Seconds": {k: f"{v:.2f}" for k, v in meta["seconds"].items()},
+        "Seconds": {"note": "each engine's summed over the candidates, which run side by "
+                    "side: the parts can add up to more than the total", **seconds},
         "Versions": meta["versions"],
         "Thresholds": meta["thresholds"],
     }
