@@ -56,3 +56,14 @@ def test_cli_compare_applied_methods(two_classes, tmp_path, capsys):
                  "bic,abic,caic,entropy,lmr,blrt", "--blrt-replicates", "9", "--wide"]) == 0
     out = capsys.readouterr().out
     assert "LMR p" in out and "BLRT p" in out and "aBIC" in out and "entropy R2" in out
+
+
+def test_an_elbow_line_hidden_under_another_says_so(two_classes):
+    from lcbayes.comparison.figures import _elbow_figure
+
+    comp = lcb.compare(two_classes, classes=[1, 2, 3], methods=["bic", "bic_e"],
+                       progress=False)
+    frame = comp.to_frame()
+    assert np.allclose(frame["bic"], frame["bic_e"])      # d_e = d: the lines coincide
+    labels = _elbow_figure(frame).axes[0].get_legend_handles_labels()[1]
+    assert labels == ["BIC", "BIC_e (= BIC)"]

@@ -278,8 +278,15 @@ def _elbow_figure(frame: pd.DataFrame) -> Figure | None:
         return None
     fig = new_figure(figsize=(6.0, 3.8), layout="constrained")
     ax = fig.subplots()
-    for c in present:
-        ax.plot(rows["n_classes"], -2 * rows[c].astype(float), marker="o", label=ELBOW_CRITERIA[c])
+    drawn: dict[str, np.ndarray] = {}
+    for c in present:    # a criterion equal to one drawn (BIC_e = BIC where d_e = d) says so
+        values = -2 * rows[c].to_numpy(dtype=float)
+        same = next((ELBOW_CRITERIA[d] for d, v in drawn.items()
+                     if np.allclose(v, values, equal_nan=True)), None)
+        ax.plot(rows["n_classes"], values, marker="o" if same is None else "x",
+                ls="-" if same is None else ":",
+                label=ELBOW_CRITERIA[c] + ("" if same is None else f" (= {same})"))
+        drawn[c] = values
     ax.set_xticks(rows["n_classes"].astype(int))
     ax.set_xlabel("number of classes K")
     ax.set_ylabel("-2 x criterion (lower is better)")
