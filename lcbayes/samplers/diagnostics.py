@@ -94,8 +94,11 @@ CAPTIONS = {
              f"the (up to) {TRACE_ITEMS} items whose parameters have the highest R-hat, after "
              "relabelling (a single class's weight, identically 1, left out); one colour per "
              "class (and category beyond the first), one line style per chain.",
-    "rank": "Rank plots of the parameters with the highest R-hat: the ranks of every chain's "
-            "draws among all draws. Well-mixed chains give flat, overlapping histograms.",
+    "rank": "Rank plots of the parameters with the highest R-hat (theta_A[k, c]: the "
+            "probability of category c of item A in class k, classes counted from 0): each "
+            "chain's counts of draws per rank bin among all draws, as dots on vertical lines "
+            "from the chain's mean count. Well-mixed chains put their dots near the dashed "
+            "mean, none far above or below.",
     "posterior_k": "Posterior of the number of classes K, every K from 1 (bars; dots: each "
                    "chain's frequencies) and the trace of k per chain.",
     "class_profiles": "Class profiles: posterior mean (bars) and 90% interval of every "

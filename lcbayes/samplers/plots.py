@@ -16,6 +16,7 @@ from contextlib import contextmanager
 import numpy as np
 from matplotlib import MatplotlibDeprecationWarning
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ..errors import LcbayesError
 from .idata import arviz, as_inference_data, item_columns, k_shares
@@ -96,6 +97,10 @@ def plot_rank(idata: az.InferenceData, parameters: list[str]) -> Figure:
     data = az.convert_to_dataset({p: series[p] for p in parameters})
     with _quiet():
         az.plot_rank(data, kind="vlines", ax=axes[:len(parameters)], show=False)
+    for ax in axes[:len(parameters)]:       # a few rank ticks, not ArviZ's crowded ones
+        ax.xaxis.set_major_locator(MaxNLocator(4, integer=True))
+        ax.tick_params(labelsize=7)
+        ax.set_title(ax.get_title(), fontsize=8)
     return fig
 
 
