@@ -56,6 +56,7 @@ from .applied import applied_table
 from .figures import CAPTIONS
 from .flags import short_code
 from .headline import headline
+from .run_block import run_block
 
 if TYPE_CHECKING:
     from .table import Comparison
@@ -280,31 +281,6 @@ def _plain_table(frame: pd.DataFrame) -> str:
                       [[fmt(v, 3) for v in row] for row in frame.itertuples(index=False)])
 
 
-#: Settings that belong to one method: shown only where it ran.
-_METHOD_SETTINGS = {"ais_": "ais", "blrt_": "blrt", "smc_": "smc", "time_budget": "smc"}
-
-
-def _metadata_items(comp: Comparison) -> dict[str, dict]:
-    meta = comp.metadata()
-    data = meta["data"]
-    settings = {k: v for k, v in meta["settings"].items()
-                if all(not k.startswith(p) or m in comp.methods
-                       for p, m in _METHOD_SETTINGS.items())}
-    seconds = {k: f"{v:.2f}" for k, v in meta["seconds"].items() if v or k == "total"}
-    return {
-        "Data": {"rows": data["n_rows"], "rows with an observed value":
-                 data["n_observed_rows"], "columns": ", ".join(data["columns"]),
-                 "categories": ", ".join(map(str, data["cardinalities"])),
-                 "distinct patterns": data["n_patterns"]},
-        "Settings": {"methods": ", ".join(meta["methods"]), **settings},
-        "Seeds": meta["seeds"],
-        "Seconds": {"note": "each engine's summed over the candidates, which run side by "
-                    "side: the parts can add up to more than the total", **seconds},
-        "Versions": meta["versions"],
-        "Thresholds": meta["thresholds"],
-    }
-
-
 def _flags_html(frame: pd.DataFrame) -> str:
     if not frame["flag_notes"].astype(bool).any():
         return "<p class='note'>No flags.</p>"
@@ -353,7 +329,7 @@ def write_html(comp: Comparison, path: str | Path, title: str | None = None,
                      f"{s.n_parameters})</summary><pre>{html.escape(s.describe())}</pre>"
                      "</details>")
     parts.append("<h2>Run</h2>")
-    for heading, items in _metadata_items(comp).items():
+    for heading, items in run_block(comp).items():
         parts.append(f"<h3>{html.escape(heading)}</h3>{kv_table(items, cell=fmt_setting)}")
     return write_text(path, html_document(title, "\n".join(parts)))
 
@@ -396,7 +372,7 @@ def markdown(comp: Comparison, path: str | Path | None = None, title: str | None
                                 data)
             lines += [f"![{key}]({image.name})", "", f"*{CAPTIONS[key]}*", ""]
     lines += ["## Run", ""]
-    for heading, items in _metadata_items(comp).items():
+    for heading, items in run_block(comp).items():
         lines += [f"**{heading}**: " + "; ".join(f"{k} = {fmt_setting(v)}"
                                                  for k, v in items.items()), ""]
     text = "\n".join(lines)
