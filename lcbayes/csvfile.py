@@ -264,15 +264,15 @@ def _read_excel(path: str | Path) -> pd.DataFrame:
         raise DataError(f"reading the Excel workbook {name} needs openpyxl: pip install "
                         "openpyxl (or 'lcbayes[excel]'), or save the sheet as CSV") from None
     try:
-        frame = pd.read_excel(file, sheet_name=0)
-    except (ValueError, zipfile.BadZipFile, OSError) as exc:
+        header = [str(c) for c in pd.read_excel(file, sheet_name=0, header=None,
+                                                nrows=1).iloc[0]]
+        dupes = sorted({c for c in header if header.count(c) > 1})
+        if dupes:    # pandas would rename them A.1
+            raise DataError(f"{name} has duplicate column names {dupes}: rename them so each "
+                            "is unique")
+        return pd.read_excel(file, sheet_name=0)
+    except (ValueError, IndexError, zipfile.BadZipFile, OSError) as exc:
         raise DataError(f"cannot read the Excel workbook {name}: {exc}") from None
-    dupes = sorted({str(c) for c in frame.columns if re.fullmatch(r".+\.\d+", str(c))
-                    and str(c).rsplit(".", 1)[0] in map(str, frame.columns)})
-    if dupes:
-        raise DataError(f"{name} has duplicate column names (read as {dupes}): rename them so "
-                        "each is unique")
-    return frame
 
 
 @contextlib.contextmanager

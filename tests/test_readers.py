@@ -162,3 +162,14 @@ def test_a_structure_file_that_leaves_columns_out_says_which(tmp_path, capsys):
     assert main(["fit", str(path), "--structure", str(spec)]) == 0
     err = capsys.readouterr().err
     assert "observes 2 of the data's 3 columns; left out: C" in err
+
+
+def test_an_excel_workbook_with_duplicate_names_is_refused(tmp_path):
+    path = tmp_path / "dupes.xlsx"
+    pd.DataFrame([[1, 2, 1], [2, 1, 2]], columns=["A", "B", "A.1"]).to_excel(path, index=False)
+    assert lcb.Dataset.from_csv(path).columns == ("A", "B", "A.1")   # a real name "A.1"
+    frame = pd.DataFrame([[1, 2], [2, 1]])
+    frame.columns = ["A", "A"]
+    frame.to_excel(path, index=False)
+    with pytest.raises(DataError, match=r"duplicate column names \['A'\]"):
+        lcb.Dataset.from_csv(path)

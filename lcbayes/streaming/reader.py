@@ -144,13 +144,13 @@ class _Table:
                 raise DataError(f"no such file: {name}")
             self.file = _parquet_file(path, name)
             self.names = [str(c) for c in self.file.schema_arrow.names]
+            dupes = sorted({n for n in self.names if self.names.count(n) > 1})
+            if dupes:    # a CSV file's are refused by table_format
+                raise DataError(f"duplicate column names {dupes}: rename them to be unique")
         else:
             self.encoding, self.sep = table_format(path, encoding=encoding, sep=sep,
                                                    allow_ragged=allow_ragged)
             self.names = read_header(path, encoding=self.encoding, sep=self.sep)
-        dupes = sorted({n for n in self.names if self.names.count(n) > 1})
-        if dupes:
-            raise DataError(f"duplicate column names {dupes}: rename them so each is unique")
 
     def chunks(self, columns: list[str],
                dtypes: Mapping[str, object] | None = None) -> Iterator[pd.DataFrame]:
