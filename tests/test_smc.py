@@ -19,6 +19,7 @@ import lcbayes as lcb
 from lcbayes.samplers.bridge import log_permanent
 from lcbayes.samplers.smc import (
     MIN_PREFIX,
+    PREFIX_RATIO,
     included_counts,
     pattern_allocations,
     prefix_classes,
@@ -68,8 +69,11 @@ def test_rows_are_ordered_with_patterns_numbered_by_first_occurrence():
     assert rows.size == int((data.patterns[data.pattern_index] >= 0).any(axis=1).sum())
     first = np.array([np.argmax(rows == p) for p in range(ordered.one_hot.shape[0])])
     assert np.all(np.diff(first) > 0)
-    assert [c.rows.size for c in ordered.classes] == [rows.size, -(-rows.size // 4)]
-    assert -(-rows.size // 4) // 4 < MIN_PREFIX
+    sizes = [rows.size]
+    while sizes[-1] // PREFIX_RATIO >= MIN_PREFIX:
+        sizes.append(-(-sizes[-1] // PREFIX_RATIO))
+    assert [c.rows.size for c in ordered.classes] == sizes
+    assert len(sizes) > 1 and sizes[-1] // PREFIX_RATIO < MIN_PREFIX
     for prefix in ordered.classes:  # each prefix class: its rows, sorted by pattern
         np.testing.assert_array_equal(prefix.rows, rows[:prefix.rows.size])
         np.testing.assert_array_equal(prefix.sorted_rows, prefix.rows[prefix.position])

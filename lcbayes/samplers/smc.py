@@ -50,7 +50,7 @@ __all__ = ["MIN_PREFIX", "PREFIX_RATIO", "ROWS_PER_PATTERN", "Particles", "Prefi
            "row_allocations", "run_smc", "smc_data", "sorted_allocations"]
 
 #: Prefix size classes shrink by this factor (module docstring).
-PREFIX_RATIO = 4
+PREFIX_RATIO = 2
 #: Smallest prefix size class, in rows.
 MIN_PREFIX = 256
 #: Rows per pattern from which a prefix class allocates by pattern (:func:`sorted_allocations`).
@@ -174,11 +174,11 @@ def row_allocations(key, logits: jax.Array, prefix: PrefixClass, n_included) -> 
     its segment of the sorted rows (no scatter)."""
     slots = logits.shape[1]
     cdf = jnp.cumsum(jax.nn.softmax(logits, axis=1), axis=1)[prefix.sorted_rows]
-    u = jax.random.uniform(key, prefix.sorted_rows.shape) * cdf[:, -1]
+    u = jax.random.uniform(key, prefix.sorted_rows.shape, dtype=jnp.float32) * cdf[:, -1]
     z = jnp.minimum((u[:, None] > cdf).sum(axis=1), slots - 1)
-    chosen = jax.nn.one_hot(z, slots) * (prefix.position < n_included)[:, None]
-    cum = jnp.concatenate([jnp.zeros((1, slots)), jnp.cumsum(chosen, axis=0)])
-    return cum[prefix.ends] - cum[prefix.starts]
+    chosen = jax.nn.one_hot(z, slots, dtype=jnp.float32) * (prefix.position < n_included)[:, None]
+    cum = jnp.concatenate([jnp.zeros((1, slots), jnp.float32), jnp.cumsum(chosen, axis=0)])
+    return (cum[prefix.ends] - cum[prefix.starts]).astype(logits.dtype)   # exact below 2^24
 
 
 def included_counts(prefix: PrefixClass, n_included) -> jax.Array:
@@ -204,7 +204,8 @@ def pattern_allocations(key, logits: jax.Array, prefix: PrefixClass, included) -
     patterns = prefix.starts.shape[0]
     cdf = jnp.cumsum(jax.nn.softmax(logits, axis=1), axis=1)
     cdf = cdf / cdf[:, -1:]
-    spacings = jax.random.exponential(key, (prefix.rows.shape[0] + patterns,))
+    spacings = jax.random.exponential(key, (prefix.rows.shape[0] + patterns,),
+                                      dtype=jnp.float32).astype(jnp.float64)
     sums = jnp.concatenate([jnp.zeros(1), jnp.cumsum(spacings)])
     first = prefix.starts + jnp.arange(patterns)
     last = first + included.astype(first.dtype)
