@@ -24,6 +24,7 @@ from ._version import __version__ as __version__
 API: dict[str, str] = {
     # data and structures
     "Dataset": "lcbayes.data",
+    "datasets": "lcbayes.datasets",
     "scan_file": "lcbayes.streaming.reader",
     "PatternBlocks": "lcbayes.streaming.blocks",
     "Structure": "lcbayes.structure",
@@ -129,7 +130,9 @@ def __getattr__(name: str):
     module = API.get(name)
     if module is None:
         raise AttributeError(f"module 'lcbayes' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = importlib.import_module(module)
+    if module != f"{__name__}.{name}":   # a name in a module, else a public module
+        value = getattr(value, name)
     globals()[name] = value
     return value
 

@@ -38,7 +38,8 @@ TEXT_WIDTH = 100
 CSS = """
 body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2em auto;
        max-width: 1200px; color: #222; line-height: 1.45; padding: 0 1em; }
-table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.86em; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.86em; display: block;
+        max-width: 100%; overflow-x: auto; }
 th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: right; white-space: nowrap; }
 th { background: #f0f0f0; } td:first-child, th:first-child { text-align: left; }
 tr.flagged td { background: #fff8e6; } td.flag { background: #ffd9d0 !important; }

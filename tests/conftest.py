@@ -1,8 +1,12 @@
-"""Shared fixtures: the real data sets in ../shared/data (tests skip when it is absent)."""
+"""Shared fixtures: the real data sets (shipped ones from :mod:`lcbayes.datasets`, the larger ones
+from ../shared/data, whose tests skip with the reason when it is absent)."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 # Most of the suite's time is XLA compiling hundreds of small programs once each, and the
@@ -27,18 +31,31 @@ if "LCBAYES_CACHE_DIR" not in os.environ:
     os.environ["LCBAYES_CACHE_DIR"] = "off"
 
 
-def shared_csv(name: str) -> Path:
-    """Path of a shared data file, or skip the test with the reason."""
+#: Where :func:`data_csv` writes the shipped data sets (once per test process).
+_WRITTEN = Path(tempfile.mkdtemp(prefix="lcbayes-datasets-"))
+atexit.register(shutil.rmtree, _WRITTEN, ignore_errors=True)
+
+
+def data_csv(name: str) -> Path:
+    """Path of data file ``name``: a data set lcbayes ships (:mod:`lcbayes.datasets`) written
+    as CSV, else the file in ../shared/data, or skip the test with the reason."""
+    stem = Path(name).stem
+    if stem in lcb.datasets.SETS:
+        path = _WRITTEN / name
+        if not path.is_file():
+            lcb.datasets.write_csv(stem, path)
+        return path
     path = SHARED_DATA / name
     if not path.is_file():
-        pytest.skip(f"{path} is absent (the shared data sets live beside the project, not in it)")
+        pytest.skip(f"{path} is absent (the larger shared data sets live beside the project, "
+                    "not in it)")
     return path
 
 
 @pytest.fixture(scope="session")
 def carcinoma() -> lcb.Dataset:
     """Agresti's carcinoma ratings: 118 slides x 7 pathologists, coded 1/2."""
-    return lcb.Dataset.from_csv(shared_csv("carcinoma.csv"))
+    return lcb.datasets.load("carcinoma")
 
 
 #: The slowest test files, slowest first (measured; the notebooks take minutes each). They are

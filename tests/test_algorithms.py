@@ -27,7 +27,7 @@ from lcbayes.errors import ArgumentError
 from lcbayes.inference import flat
 from lcbayes.params import to_tables
 
-from .conftest import shared_csv
+from .conftest import data_csv
 
 #: Monotone by construction: EM, SQUAREM's safeguard, IEM per pass, CG/GCG's line search with
 #: the EM fallback.
@@ -54,7 +54,7 @@ def icu_data() -> lcb.Dataset:
 
 
 def load(name: str) -> lcb.Dataset:
-    return icu_data() if name == "icu" else lcb.Dataset.from_csv(shared_csv(f"{name}.csv"))
+    return icu_data() if name == "icu" else lcb.Dataset.from_csv(data_csv(f"{name}.csv"))
 
 
 _FITS: dict = {}
@@ -120,7 +120,7 @@ def _larger(name: str):
     """benchmarks/bench_em.py --algorithm's data sets: election (3 classes) and 10^5 rows of a
     simulated 5-class model of 20 binary items."""
     if name == "election":
-        return lcb.Dataset.from_csv(shared_csv("election.csv"), columns=ELECTION_RATINGS), 3
+        return lcb.Dataset.from_csv(data_csv("election.csv"), columns=ELECTION_RATINGS), 3
     base = lcb.Dataset.from_codes(np.array([[0] * 20, [1] * 20]), cardinalities=[2] * 20)
     truth = lcb.latent_class(base, 5)
     params = lcb.random_params(truth, seed=0, prior={"class": 10.0})
@@ -488,7 +488,7 @@ def test_padded_iem_and_daem_fit_what_unpadded_ones_fit(carcinoma):
 def test_cli_fit_takes_an_algorithm(capsys):
     from lcbayes.cli import main
 
-    path = str(shared_csv("carcinoma.csv"))
+    path = str(data_csv("carcinoma.csv"))
     assert main(["fit", path, "--classes", "2", "--algorithm", "eg", "--eta", "1.5",
                  "--restarts", "2", "--se", "none", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -12,7 +12,7 @@ import pytest
 
 from lcbayes.cli import main
 
-from .conftest import shared_csv
+from .conftest import data_csv
 
 REQUIRED_KEYS = {
     "method", "n_rows", "n_patterns", "n_classes", "loglik", "n_parameters", "bic", "aic", "icl",
@@ -32,7 +32,7 @@ def _run(capsys, *argv):
 
 
 def test_fit_json_has_the_documented_fields(capsys):
-    path = shared_csv("carcinoma.csv")
+    path = data_csv("carcinoma.csv")
     status, out, _ = _run(capsys, "fit", str(path), "--classes", "3", "--restarts", "20",
                           "--seed", "0", "--json")
     assert status == 0
@@ -58,7 +58,7 @@ def test_fit_json_has_the_documented_fields(capsys):
 def test_a_file_read_in_chunks_or_as_parquet_gives_the_same_fit(capsys, tmp_path):
     """--chunk-rows reads the CSV in chunks into its distinct patterns (lcb.scan_file), a
     Parquet file is always read so: the same fit as the CSV read whole."""
-    path = str(shared_csv("carcinoma.csv"))
+    path = str(data_csv("carcinoma.csv"))
     args = ("--classes", "2", "--restarts", "3", "--seed", "1", "--json")
     whole = json.loads(_run(capsys, "fit", path, *args)[1])
     chunked = json.loads(_run(capsys, "fit", path, "--chunk-rows", "10", *args)[1])
@@ -76,7 +76,7 @@ def test_a_file_read_in_chunks_or_as_parquet_gives_the_same_fit(capsys, tmp_path
 
 
 def test_same_seed_same_output(capsys):
-    path = str(shared_csv("carcinoma.csv"))
+    path = str(data_csv("carcinoma.csv"))
     args = ("fit", path, "--classes", "2", "--restarts", "5", "--seed", "3", "--json")
     first = json.loads(_run(capsys, *args)[1])
     second = json.loads(_run(capsys, *args)[1])
@@ -86,7 +86,7 @@ def test_same_seed_same_output(capsys):
 
 
 def test_plain_output_reads_like_polca(capsys):
-    path = str(shared_csv("carcinoma.csv"))
+    path = str(data_csv("carcinoma.csv"))
     status, out, _ = _run(capsys, "fit", path, "--classes", "2", "--columns", "A,B,C,D")
     assert status == 0
     assert "Estimated class population shares" in out
@@ -109,7 +109,7 @@ def test_structure_file_fits_an_hlc_model(capsys, tmp_path):
     spec.write_text(json.dumps({"kind": "hlc", "tree": {"H": ["H1", "A", "B"],
                                                          "H1": ["C", "D", "E"]},
                                 "cardinalities": {"H": 2, "H1": 2}}))
-    path = str(shared_csv("carcinoma.csv"))
+    path = str(data_csv("carcinoma.csv"))
     status, out, _ = _run(capsys, "fit", path, "--structure", str(spec), "--json")
     assert status == 0
     result = json.loads(out)
@@ -127,7 +127,7 @@ def test_structure_file_fits_an_hlc_model(capsys, tmp_path):
     ],
 )
 def test_bad_input_is_one_line_and_status_two(capsys, argv, message):
-    path = str(shared_csv("carcinoma.csv"))
+    path = str(data_csv("carcinoma.csv"))
     status, out, err = _run(capsys, "fit", path, *argv)
     assert status == 2
     assert out == ""
@@ -153,7 +153,7 @@ def test_console_script_reports_errors_without_traceback(tmp_path):
 
 
 def _carcinoma_as(tmp_path, sep=",", encoding="utf-8"):
-    lines = shared_csv("carcinoma.csv").read_text().splitlines()
+    lines = data_csv("carcinoma.csv").read_text().splitlines()
     csv = tmp_path / "carcinoma-copy.csv"
     lines[0] = lines[0].replace("A", "Â")
     csv.write_bytes("\n".join(line.replace(",", sep) for line in lines).encode(encoding))
@@ -162,7 +162,7 @@ def _carcinoma_as(tmp_path, sep=",", encoding="utf-8"):
 
 def test_semicolon_and_latin1_files_fit_like_the_original(capsys, tmp_path):
     argv = ("--classes", "2", "--json", "--restarts", "4")
-    _, original, _ = _run(capsys, "fit", str(shared_csv("carcinoma.csv")), *argv)
+    _, original, _ = _run(capsys, "fit", str(data_csv("carcinoma.csv")), *argv)
     status, out, err = _run(capsys, "fit", str(_carcinoma_as(tmp_path, ";", "latin-1")), *argv)
     assert status == 0 and "not UTF-8; it was read as cp1252" in err
     assert json.loads(out)["loglik"] == json.loads(original)["loglik"]
@@ -245,7 +245,7 @@ def test_exact_json_has_the_log_evidence(capsys, tmp_path):
 
 
 def test_too_large_exact_problem_exits_two_with_the_estimate(capsys):
-    path = str(shared_csv("carcinoma.csv"))
+    path = str(data_csv("carcinoma.csv"))
     status, out, err = _run(capsys, "fit", path, "--classes", "3", "--method", "exact")
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and "max_terms" in err and "lcb.vbem" in err
@@ -328,7 +328,7 @@ def test_demo_data_is_the_documented_model():
 
 # ---------------------------------------------------------------------- readable output
 def test_compare_table_fits_100_columns_and_wide_prints_every_column(capsys):
-    path = str(shared_csv("carcinoma.csv"))
+    path = str(data_csv("carcinoma.csv"))
     argv = ("compare", path, "--classes", "1-5", "--methods", "bic,vbem,ais", "--restarts",
             "1", "--chains", "4", "--temperatures", "20")
     status, out, _ = _run(capsys, *argv)

@@ -19,25 +19,16 @@ import lcbayes
 from lcbayes import DataError, Dataset, LcbayesError, StructureError, TooLargeError
 from lcbayes.data import DEFAULT_MAX_CATEGORIES, MISSING
 
+from .conftest import data_csv
+
 # A warning nobody asked for (e.g. a spurious "constant column") fails the test; expected
 # warnings are checked with pytest.warns.
 pytestmark = pytest.mark.filterwarnings("error::UserWarning")
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ELECTION_RATINGS = [
     "MORALG", "CARESG", "KNOWG", "LEADG", "DISHONG", "INTELG",
     "MORALB", "CARESB", "KNOWB", "LEADB", "DISHONB", "INTELB",
 ]  # fmt: skip
-
-
-def shared_file(name: str) -> Path:
-    """Path of a real data set under ../shared/data, or skip the test with the reason."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared data directory {SHARED_DATA} is absent (real-data test)")
-    path = SHARED_DATA / name
-    if not path.is_file():
-        pytest.skip(f"shared data file {path} is absent (real-data test)")
-    return path
 
 
 def column(data: Dataset, name: str) -> list[int]:
@@ -663,7 +654,7 @@ class TestFromCsv:
         assert Dataset.from_csv(path, columns=["a"], max_categories=5).n_rows == 12
 
     def test_carcinoma(self):
-        data = Dataset.from_csv(shared_file("carcinoma.csv"))
+        data = Dataset.from_csv(data_csv("carcinoma.csv"))
         assert data.n_rows == 118
         assert data.columns == tuple("ABCDEFG")
         assert data.labels == ((1, 2),) * 7
@@ -675,7 +666,7 @@ class TestFromCsv:
         check_patterns(data)
 
     def test_election_ratings(self):
-        data = Dataset.from_csv(shared_file("election.csv"), columns=ELECTION_RATINGS)
+        data = Dataset.from_csv(data_csv("election.csv"), columns=ELECTION_RATINGS)
         assert data.n_rows == 1785  # no row dropped
         assert data.columns == tuple(ELECTION_RATINGS)
         assert data.cardinalities == (4,) * 12
@@ -686,12 +677,12 @@ class TestFromCsv:
         assert sum(data.n_missing.values()) == int((data.codes == MISSING).sum())
         assert data.n_observed_rows + data.n_fully_missing == 1785
         check_patterns(data)
-        frame = pd.read_csv(shared_file("election.csv"))
+        frame = pd.read_csv(data_csv("election.csv"))
         assert data.n_missing == frame[ELECTION_RATINGS].isna().sum().to_dict()
 
     def test_election_all_columns_refuses_continuous_age(self):
         with pytest.raises(DataError, match=r"column 'AGE' has \d+ distinct values.*bin"):
-            Dataset.from_csv(shared_file("election.csv"))
+            Dataset.from_csv(data_csv("election.csv"))
 
 
 # ============================================================ select / to_pandas / summary

@@ -224,9 +224,9 @@ ELECTION_RATINGS = ["MORALG", "CARESG", "KNOWG", "LEADG", "DISHONG", "INTELG",
 
 
 def test_election_ratings_use_every_row_and_marginalise_gaps():
-    from .conftest import shared_csv
+    from .conftest import data_csv
 
-    data = lcb.Dataset.from_csv(shared_csv("election.csv"), columns=ELECTION_RATINGS)
+    data = lcb.Dataset.from_csv(data_csv("election.csv"), columns=ELECTION_RATINGS)
     fit = lcb.em(lcb.latent_class(data, 2), data, restarts=4, seed=0)
     assert fit.n_rows == 1785 == data.n_rows
     assert sum(data.n_missing.values()) > 0

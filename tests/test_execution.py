@@ -14,7 +14,7 @@ from lcbayes import execution
 from lcbayes.errors import ArgumentError, ArgumentTypeError
 from lcbayes.execution import SCHEDULER_VARIABLE, DaskExecutor, SerialExecutor, executor
 
-from .conftest import shared_csv
+from .conftest import data_csv
 
 #: Small settings (each worker process compiles its own programs).
 COMPARE = {"classes": range(1, 4), "methods": "bic,vbem", "seed": 3, "restarts": 3}
@@ -95,14 +95,14 @@ def _table(comparison):
 
 
 def test_compare_on_a_running_scheduler_equals_serial(cluster):
-    data = lcb.Dataset.from_csv(shared_csv("carcinoma.csv"))
+    data = lcb.Dataset.from_csv(data_csv("carcinoma.csv"))
     serial = lcb.compare(data, **COMPARE)
     remote = lcb.compare(data, scheduler=cluster.scheduler_address, **COMPARE)
     pd.testing.assert_frame_equal(_table(serial), _table(remote))
 
 
 def test_blrt_on_a_running_scheduler_and_a_local_cluster_equals_serial(cluster):
-    data = lcb.Dataset.from_csv(shared_csv("carcinoma.csv"))
+    data = lcb.Dataset.from_csv(data_csv("carcinoma.csv"))
     serial = lcb.blrt(data, 2, **BLRT)
     remote = lcb.blrt(data, 2, scheduler=cluster.scheduler_address, **BLRT)
     local = lcb.blrt(data, 2, executor="dask", workers=2, **BLRT)
@@ -113,7 +113,7 @@ def test_blrt_on_a_running_scheduler_and_a_local_cluster_equals_serial(cluster):
 
 def test_cli_compare_on_a_scheduler_prints_the_serial_table(cluster, capsys):
     from lcbayes.cli import main
-    path = str(shared_csv("carcinoma.csv"))
+    path = str(data_csv("carcinoma.csv"))
     argv = ["compare", path, "--classes", "1-3", "--methods", "bic,vbem", "--seed", "3",
             "--restarts", "3", "--json"]
     assert main(argv) == 0
@@ -130,7 +130,7 @@ def test_cli_compare_on_a_scheduler_prints_the_serial_table(cluster, capsys):
 ])
 def test_cli_bad_executor_options_are_one_line(capsys, extra, message):
     from lcbayes.cli import main
-    status = main(["compare", str(shared_csv("carcinoma.csv")), "--classes", "1-2",
+    status = main(["compare", str(data_csv("carcinoma.csv")), "--classes", "1-2",
                    "--methods", "bic", *extra])
     out, err = capsys.readouterr()
     assert status == 2 and out == ""

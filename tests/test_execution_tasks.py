@@ -18,7 +18,7 @@ from lcbayes.learn.tree_search import candidates, local_fits
 from lcbayes.learn.trees import TreeModel
 from lcbayes.params import to_tables
 
-from .conftest import shared_csv
+from .conftest import data_csv
 from .test_learn_tree import tree_sample, tree_structure
 
 #: Few temperatures: each worker process compiles its own program.
@@ -27,7 +27,7 @@ AIS = {"chains": 4, "temperatures": 32, "seed": 7}
 
 @pytest.fixture(scope="module")
 def carcinoma_lc2():
-    data = lcb.Dataset.from_csv(shared_csv("carcinoma.csv"))
+    data = lcb.Dataset.from_csv(data_csv("carcinoma.csv"))
     return lcb.latent_class(data, 2), data
 
 

@@ -13,7 +13,7 @@ import lcbayes as lcb
 from lcbayes.cli import main
 from lcbayes.indices import classification_quality
 
-from .conftest import shared_csv
+from .conftest import data_csv
 
 
 def test_em_result_abic_and_caic(carcinoma):
@@ -29,7 +29,7 @@ def test_em_result_abic_and_caic(carcinoma):
 
 
 def test_cli_fit_prints_and_writes_the_indices(capsys):
-    path = str(shared_csv("carcinoma.csv"))
+    path = str(data_csv("carcinoma.csv"))
     assert main(["fit", path, "--classes", "2"]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("G^2:"))
@@ -78,7 +78,7 @@ def test_standard_errors_in_the_fit_its_printout_frame_and_json(carcinoma, recwa
 
 
 def test_cli_fit_standard_errors_option(capsys):
-    path = str(shared_csv("carcinoma.csv"))
+    path = str(data_csv("carcinoma.csv"))
     assert main(["fit", path, "--classes", "2", "--se", "observed", "--json"]) == 0
     spec = json.loads(capsys.readouterr().out)
     assert spec["se_method"] == "observed" and "B" in spec["standard_errors"]

@@ -12,7 +12,7 @@ import pytest
 import lcbayes as lcb
 from lcbayes.cli import main
 
-from .conftest import shared_csv
+from .conftest import data_csv
 
 APPLIED = "bic,abic,caic,entropy,lmr,blrt"
 
@@ -63,7 +63,7 @@ def test_only_tests_says_that_nothing_ranks(carcinoma):
 @pytest.mark.parametrize("methods, criterion", [
     ("bic", "BIC"), (APPLIED, "BIC"), ("caic,lmr,vbem", None)])
 def test_cli_headline_for_each_mix_of_methods(capsys, methods, criterion):
-    code = main(["compare", str(shared_csv("carcinoma.csv")), "--classes", "1-4",
+    code = main(["compare", str(data_csv("carcinoma.csv")), "--classes", "1-4",
                  "--methods", methods, "--blrt-replicates", "9", "--seed", "0"])
     out = capsys.readouterr().out
     assert code == 0

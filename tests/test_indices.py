@@ -38,7 +38,7 @@ from lcbayes.indices import (
     information_criteria,
 )
 
-from .conftest import shared_csv
+from .conftest import data_csv
 
 #: (file, K): (loglik, G^2, X^2, df) as printed.
 PRINTED = {
@@ -55,7 +55,7 @@ _FITS: dict = {}
 
 def _fit(name: str, k: int):
     if (name, k) not in _FITS:
-        data = lcb.Dataset.from_csv(shared_csv(name))
+        data = lcb.Dataset.from_csv(data_csv(name))
         _FITS[name, k] = data, lcb.em(lcb.latent_class(data, k), data, restarts=20, seed=0,
                                       tol=1e-12, max_iter=20000)
     return _FITS[name, k]

@@ -13,7 +13,7 @@ from lcbayes.cli import main
 from lcbayes.errors import ArgumentError
 from lcbayes.memory import physical_memory, restart_bytes
 
-from .conftest import shared_csv
+from .conftest import data_csv
 
 
 def test_too_many_restarts_are_refused_at_once(carcinoma, capsys):
@@ -26,7 +26,7 @@ def test_too_many_restarts_are_refused_at_once(carcinoma, capsys):
                                                 r"GiB, more than half .*use fewer restarts"):
             engine(structure, carcinoma, restarts=huge)
         assert time.perf_counter() - start < 5      # nothing drawn or compiled
-    assert main(["fit", str(shared_csv("carcinoma.csv")), "--classes", "3",
+    assert main(["fit", str(data_csv("carcinoma.csv")), "--classes", "3",
                  "--restarts", "10000000"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "use fewer restarts" in err[0]

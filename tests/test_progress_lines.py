@@ -10,14 +10,14 @@ import sys
 
 from lcbayes.progress import LineProgress, new_bar
 
-from .conftest import shared_csv
+from .conftest import data_csv
 
 
 def test_compare_into_a_log_prints_a_line_per_candidate_and_no_carriage_return(tmp_path):
     log = tmp_path / "err.log"
     with log.open("w") as err:
         done = subprocess.run(
-            [sys.executable, "-m", "lcbayes", "compare", str(shared_csv("carcinoma.csv")),
+            [sys.executable, "-m", "lcbayes", "compare", str(data_csv("carcinoma.csv")),
              "--classes", "1-5", "--methods", "bic", "--report", str(tmp_path / "r.html")],
             stdout=subprocess.PIPE, stderr=err, check=False)
     text = log.read_text()
@@ -52,7 +52,7 @@ def test_an_unwritable_report_is_refused_before_any_work(tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     for report in (blocker / "r.html", "/proc/lcbayes-test/r.html"):
-        assert main(["compare", str(shared_csv("carcinoma.csv")), "--classes", "1-2",
+        assert main(["compare", str(data_csv("carcinoma.csv")), "--classes", "1-2",
                      "--report", str(report)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "--report" in err[0] and "cannot be written" in err[0]
@@ -61,7 +61,7 @@ def test_an_unwritable_report_is_refused_before_any_work(tmp_path, capsys):
 def test_boundary_estimates_are_one_warning_line_with_a_count(capsys):
     from lcbayes.cli import main
 
-    assert main(["fit", str(shared_csv("carcinoma.csv")), "--classes", "3"]) == 0
+    assert main(["fit", str(data_csv("carcinoma.csv")), "--classes", "3"]) == 0
     err = [line for line in capsys.readouterr().err.splitlines() if "boundary" in line]
     assert len(err) == 1 and len(err[0]) < 200
     assert "10 estimated probabilities are on the boundary" in err[0]

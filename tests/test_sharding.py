@@ -34,7 +34,7 @@ import lcbayes as lcb
 from lcbayes.cli import fit as fit_command
 from lcbayes.cli import main
 
-from .conftest import SHARED_DATA
+from .conftest import data_csv
 
 TOL = 1e-8         # fits: loglik, objective, restart logliks, parameters, posteriors, F
 STEP_TOL = 1e-10   # the log-likelihoods and bounds themselves: rounding only
@@ -175,8 +175,7 @@ def _subprocess(*args: str) -> dict:
 @pytest.fixture(scope="module")
 def two_devices() -> dict:
     """The default report (two forced host devices)."""
-    carcinoma = SHARED_DATA / "carcinoma.csv"
-    return _subprocess("default", str(carcinoma) if carcinoma.is_file() else "")
+    return _subprocess("default", str(data_csv("carcinoma.csv")))
 
 
 EM_FIELDS = ("loglik", "objective", "restart_logliks", "params", "hidden_posteriors",
@@ -190,16 +189,12 @@ def test_the_subprocess_has_two_host_devices(two_devices):
 
 @pytest.mark.parametrize("case", ["carcinoma", "hlc", "dag"])
 def test_sharded_em_equals_the_one_device_fit(two_devices, case):
-    if case not in two_devices["cases"]:
-        pytest.skip("carcinoma.csv is absent")
     gaps = two_devices["cases"][case]["gaps"]["2"]
     assert {f: gaps[f] for f in EM_FIELDS if gaps[f] > TOL} == {}
 
 
 @pytest.mark.parametrize("case", ["carcinoma", "hlc", "dag"])
 def test_sharded_vbem_bound_equals_the_one_device_bound(two_devices, case):
-    if case not in two_devices["cases"]:
-        pytest.skip("carcinoma.csv is absent")
     gaps = two_devices["cases"][case]["gaps"]["2"]
     assert {f: gaps[f] for f in VB_FIELDS if gaps[f] > TOL} == {}
     assert gaps["vb_hidden_posteriors"] < VB_POSTERIOR_TOL
@@ -214,8 +209,6 @@ def test_the_sums_differ_by_rounding_only(two_devices):
 
 
 def test_one_device_as_a_mesh_is_the_default_fit(two_devices):
-    if "carcinoma" not in two_devices["cases"]:
-        pytest.skip("carcinoma.csv is absent")
     gaps = two_devices["cases"]["carcinoma"]["gaps"]["1"]
     assert max(gaps.values()) < 1e-12
 

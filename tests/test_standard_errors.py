@@ -26,7 +26,7 @@ from lcbayes.information import (
     standard_errors,
 )
 
-from .conftest import shared_csv
+from .conftest import data_csv
 
 #: poLCA's factor levels of gss82 (its first level is the reference category).
 GSS82_LEVELS = {
@@ -135,7 +135,7 @@ def polca_se(structure, params, data):
 
 @pytest.mark.parametrize(("name", "k"), list(POLCA_OPTIMA))
 def test_empirical_standard_errors_are_polcas(name, k):
-    data = lcb.Dataset.from_csv(shared_csv(name))
+    data = lcb.Dataset.from_csv(data_csv(name))
     if name == "gss82.csv":
         data = data.with_categories(GSS82_LEVELS)
     structure = lcb.latent_class(data, k)
@@ -166,7 +166,7 @@ def test_empirical_standard_errors_are_polcas(name, k):
 @pytest.mark.parametrize(("name", "k"), list(POLCA_OUTPUT))
 def test_empirical_standard_errors_equal_polcas_printed_ones(name, k):
     """Within 2 % of poLCA's printed ``probs.se`` / ``P.se`` (absolute 1e-6 where ~0)."""
-    data = lcb.Dataset.from_csv(shared_csv(name))
+    data = lcb.Dataset.from_csv(data_csv(name))
     if name == "gss82.csv":
         data = data.with_categories(GSS82_LEVELS)
     fit = lcb.em(lcb.latent_class(data, k), data, restarts=20, seed=0, tol=1e-12,
@@ -185,7 +185,7 @@ def test_empirical_standard_errors_equal_polcas_printed_ones(name, k):
 def test_interior_fit_gives_no_warning_and_any_reference_category():
     """values.csv, 2 classes: an interior maximum; reversing every item's categories changes
     the reference category and leaves the probabilities' standard errors as they were."""
-    data = lcb.Dataset.from_csv(shared_csv("values.csv"))
+    data = lcb.Dataset.from_csv(data_csv("values.csv"))
     structure = lcb.latent_class(data, 2)
     fit = lcb.em(structure, data, restarts=10, seed=0, tol=1e-12)
     with warnings.catch_warnings():
@@ -420,7 +420,7 @@ def test_a_map_fit_warns(separated):
 def test_a_saddle_point_warns():
     """Two identical classes at the items' margins: a stationary point (zero score) that is not
     a maximum; the observed information says so."""
-    data = lcb.Dataset.from_csv(shared_csv("values.csv"))
+    data = lcb.Dataset.from_csv(data_csv("values.csv"))
     structure = lcb.latent_class(data, 2)
     params = {"class": np.array([0.5, 0.5])}
     for j, name in enumerate(structure.observed_names):

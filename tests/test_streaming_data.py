@@ -22,7 +22,7 @@ import lcbayes as lcb
 from lcbayes import ArgumentError, DataError, Dataset, PatternBlocks, scan_file
 from lcbayes.encoding import key_groups, key_patterns, pattern_keys, unique_rows
 
-from .conftest import shared_csv
+from .conftest import data_csv
 
 # A warning nobody asked for (e.g. a spurious "constant column") fails the test.
 pytestmark = pytest.mark.filterwarnings("error::UserWarning")
@@ -52,7 +52,7 @@ def assert_same_data(blocks: PatternBlocks, data: Dataset) -> None:
 
 @pytest.fixture(scope="module")
 def carcinoma() -> Dataset:
-    return Dataset.from_csv(shared_csv("carcinoma.csv"))
+    return Dataset.from_csv(data_csv("carcinoma.csv"))
 
 
 # ====================================================================== pattern form
@@ -170,7 +170,7 @@ def write_csv(path: Path, frame: pd.DataFrame) -> Path:
 
 @pytest.mark.parametrize("name", ["carcinoma", "values"])
 def test_scan_of_a_csv_file_gives_the_patterns_of_from_csv(tmp_path, name):
-    source = shared_csv(f"{name}.csv")
+    source = data_csv(f"{name}.csv")
     path = write_csv(tmp_path / f"{name}.csv", pd.read_csv(source))
     expected = Dataset.from_csv(path)
     blocks = scan_file(path, chunk_rows=7, block_patterns=3)
@@ -182,7 +182,7 @@ def test_scan_of_a_csv_file_gives_the_patterns_of_from_csv(tmp_path, name):
 
 def test_scan_of_a_parquet_file_gives_the_patterns_of_from_csv(tmp_path):
     pytest.importorskip("pyarrow")
-    frame = pd.read_csv(shared_csv("values.csv"))
+    frame = pd.read_csv(data_csv("values.csv"))
     frame.loc[::5, frame.columns[0]] = None  # missing values, an integer column with NaN
     csv = write_csv(tmp_path / "values.csv", frame)
     parquet = tmp_path / "values.parquet"
@@ -281,13 +281,13 @@ def test_categories_skip_the_first_pass_and_code_against_given_labels(tmp_path):
 
 
 def test_columns_choose_and_order(tmp_path, carcinoma):
-    path = write_csv(tmp_path / "c.csv", pd.read_csv(shared_csv("carcinoma.csv")))
+    path = write_csv(tmp_path / "c.csv", pd.read_csv(data_csv("carcinoma.csv")))
     assert_same_data(scan_file(path, ["G", "B"], chunk_rows=13), carcinoma.select(["G", "B"]))
 
 
 class TestSpillFiles:
     def test_files_live_as_long_as_the_blocks(self, tmp_path):
-        path = write_csv(tmp_path / "v.csv", pd.read_csv(shared_csv("values.csv")))
+        path = write_csv(tmp_path / "v.csv", pd.read_csv(data_csv("values.csv")))
         blocks = scan_file(path, chunk_rows=10, block_patterns=2, spill_dir=tmp_path)
         folder = blocks.spill.path
         assert folder.parent == tmp_path and len(list(folder.glob("*.npz"))) > 2
@@ -301,7 +301,7 @@ class TestSpillFiles:
         assert not folder.exists()
 
     def test_no_folder_when_everything_fits_one_block(self, tmp_path):
-        path = write_csv(tmp_path / "v.csv", pd.read_csv(shared_csv("values.csv")))
+        path = write_csv(tmp_path / "v.csv", pd.read_csv(data_csv("values.csv")))
         blocks = scan_file(path, chunk_rows=10)
         assert blocks.spill is None and blocks.n_blocks == 1
 

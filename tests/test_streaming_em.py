@@ -14,7 +14,7 @@ from lcbayes.streaming.blocks import PatternBlocks
 from lcbayes.streaming.result import StreamEMResult, StreamVBResult
 from lcbayes.streaming.stepwise import stepwise_em
 
-from .conftest import shared_csv
+from .conftest import data_csv
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_block_order_and_a_pattern_split_over_two_blocks_change_nothing(
 
 
 def test_blocks_spilled_to_files_by_scan_file_give_lcb_em(structure, start, em_fit, tmp_path):
-    blocks = lcb.scan_file(shared_csv("carcinoma.csv"), block_patterns=4, spill_dir=tmp_path)
+    blocks = lcb.scan_file(data_csv("carcinoma.csv"), block_patterns=4, spill_dir=tmp_path)
     assert any(not isinstance(b, tuple) for b in blocks.blocks)  # .npz files
     _close(stream_em(structure, blocks, restarts=0, init=start), em_fit)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -19,10 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lcbayes import Dataset, Structure, StructureError, dag, hlc, latent_class
+from lcbayes import Dataset, Structure, StructureError, dag, datasets, hlc, latent_class
 from lcbayes.structure import MAX_ENUMERATED_STATES
-
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 BG_TRUE = {"y1": ["s1"], "y2": ["s1", "s2"], "y3": ["s1", "s2"], "y4": ["s2"]}
 BG_HIDDEN = {"s1": 2, "s2": 2}
@@ -132,12 +129,7 @@ class TestLatentClass:
         check_invariants(s)
 
     def test_carcinoma(self):
-        if not SHARED_DATA.is_dir():
-            pytest.skip(f"shared data directory {SHARED_DATA} is absent (real-data test)")
-        path = SHARED_DATA / "carcinoma.csv"
-        if not path.is_file():
-            pytest.skip(f"shared data file {path} is absent (real-data test)")
-        data = Dataset.from_csv(path)
+        data = datasets.load("carcinoma")
         dims = [latent_class(data, k).n_parameters for k in (1, 2, 3, 4)]
         assert dims == [7, 15, 23, 31]
 

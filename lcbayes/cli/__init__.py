@@ -4,7 +4,9 @@
 * ``lcbayes compare`` (:mod:`.compare`): compare candidates by every method;
 * ``lcbayes rjmcmc`` (:mod:`.rjmcmc`): posterior over the number of classes;
 * ``lcbayes learn`` (:mod:`.learn`): search for the number of classes (split/merge);
-* ``lcbayes demo`` (:mod:`.demo`): the simulated three-class demo and its reports.
+* ``lcbayes demo`` (:mod:`.demo`): the simulated three-class demo and its reports;
+* ``lcbayes datasets`` (:mod:`.datasets`): the shipped classic data sets, listed or written
+  as CSV.
 
 Bad input prints a one-line error and exits with status 2; Ctrl-C prints one line and exits
 with status 130 at once (:mod:`.interrupt`). JAX's persistent compilation cache is
@@ -26,7 +28,7 @@ from collections.abc import Sequence
 
 from .._version import __version__
 from ..errors import LcbayesError
-from . import compare, demo, fit, learn, rjmcmc
+from . import compare, datasets, demo, fit, learn, rjmcmc
 from .interrupt import exit_on_interrupt, leave
 
 __all__ = ["main"]
@@ -39,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"lcbayes {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (fit, compare, rjmcmc, learn, demo):
+    for command in (fit, compare, rjmcmc, learn, demo, datasets):
         command.add_parser(sub)
     return parser
 

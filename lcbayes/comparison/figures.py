@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
     from .table import Comparison
 
-__all__ = ["CAPTIONS", "figure_pngs", "figures", "new_figure", "posterior_figure",
-           "profiles_figure", "visible_range"]
+__all__ = ["CAPTIONS", "figure_pngs", "figures", "label_points", "new_figure",
+           "posterior_figure", "profiles_figure", "visible_range"]
 
 
 def new_figure(**kwargs) -> Figure:
@@ -35,6 +35,32 @@ def new_figure(**kwargs) -> Figure:
     from matplotlib.figure import Figure
 
     return Figure(**kwargs)
+
+
+def label_points(ax, xs, ys, labels, **style) -> int:
+    """Label the points ``(xs[i], ys[i])`` of ``ax`` with ``labels[i]`` (4 points up and right),
+    in order, leaving out every label that would overlap one already placed or leave the axes;
+    returns how many were placed. The figure's layout is settled first, and the labels take no
+    part in it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = ax.figure
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw_without_rendering()
+    inside = ax.get_window_extent(renderer)
+    placed = []
+    for x, y, label in zip(xs, ys, labels, strict=True):
+        text = ax.annotate(str(label), (x, y), textcoords="offset points", xytext=(4, 4),
+                           annotation_clip=True, **style)
+        text.set_in_layout(False)
+        box = text.get_window_extent(renderer)
+        fits = (inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0
+                and box.y1 <= inside.y1)
+        if fits and not any(box.overlaps(other) for other in placed):
+            placed.append(box)
+        else:
+            text.remove()
+    return len(placed)
 
 
 def _styles() -> dict[str, tuple[str, str, str]]:

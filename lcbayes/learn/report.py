@@ -42,8 +42,9 @@ _COLOURS = {"start": "black", "split": "tab:blue", "merge": "tab:orange",
 
 def score_figure(result: LearnResult):
     """The current model's score against time (a step line) and every candidate tried
-    (filled: accepted, hollow: rejected), labelled with its number of classes."""
-    from ..comparison.figures import new_figure
+    (filled: accepted, hollow: rejected), labelled with its step of the path table where the
+    label has room (:func:`~lcbayes.comparison.figures.label_points`)."""
+    from ..comparison.figures import label_points, new_figure
 
     frame = result.to_frame()
     fig = new_figure(figsize=(7.0, 4.0), layout="constrained")
@@ -54,15 +55,15 @@ def score_figure(result: LearnResult):
         colour = _COLOURS.get(op, "grey")
         ax.scatter(part["seconds"], part["score"], s=36, label=op,
                    facecolors=np.where(part["accepted"], colour, "none"), edgecolors=colour)
-    for row in frame.itertuples():
-        ax.annotate(row.hidden, (row.seconds, row.score), textcoords="offset points",
-                    xytext=(4, 4), fontsize=7)
     ax.set_xlabel("seconds since the start")
     ax.set_ylabel(result.score_name)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    ax.set_title(f"{result.method}: score against time (labels: hidden cardinalities)",
+    ax.set_title(f"{result.method}: score against time (labels: steps of the path table)",
                  fontsize=10)
+    accepted_first = frame.sort_values("accepted", ascending=False, kind="stable")
+    label_points(ax, accepted_first["seconds"], accepted_first["score"],
+                 accepted_first["step"], fontsize=7)
     return fig
 
 
@@ -86,7 +87,8 @@ def write_html(result: LearnResult, path: str | Path, data_name: str | None = No
                 **result.settings}
     figures = {"score_path": (score_figure(result), "The score of the current model (grey "
                               "step line) and of every candidate move against time; filled "
-                              "markers were accepted. Labels: hidden cardinalities.")}
+                              "markers were accepted. Labels: the step numbers of the path "
+                              "table above (accepted moves first, each where it has room).")}
     if result.structure.kind == "hlc":
         figures["tree"] = (tree_figure(result.structure, f"chosen model ({result.method})"),
                            "The chosen HLC tree: hidden nodes (circles) with their numbers of "
