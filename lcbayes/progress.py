@@ -23,7 +23,8 @@ import sys
 import time
 from contextlib import contextmanager
 
-__all__ = ["LineProgress", "advance_loop_bar", "loop_bar", "new_bar", "widgets_available"]
+__all__ = ["LineProgress", "advance_loop_bar", "loop_bar", "new_bar", "progress_bar",
+           "widgets_available"]
 
 #: The loop bars open now, the innermost last.
 _LOOP_BARS: list = []
@@ -98,20 +99,31 @@ def new_bar(log_every: float = 10.0, **options):
 
 
 @contextmanager
+def progress_bar(show: bool, **options):
+    """A :func:`new_bar` open while the block runs (``None`` when ``show`` is false)."""
+    if not show:
+        yield None
+        return
+    bar = new_bar(**options)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+@contextmanager
 def loop_bar(total: int, show: bool, **options):
     """A bar over ``total`` steps of a compiled loop, open while the block runs and advanced
     by :func:`advance_loop_bar` (nothing when ``show`` is false); ``options`` as in
     :func:`new_bar`."""
-    if not show:
-        yield
-        return
-    bar = new_bar(total=total, **options)
-    _LOOP_BARS.append(bar)
-    try:
-        yield
-    finally:
-        _LOOP_BARS.remove(bar)
-        bar.close()
+    with progress_bar(show, total=total, **options) as bar:
+        if bar is not None:
+            _LOOP_BARS.append(bar)
+        try:
+            yield
+        finally:
+            if bar is not None:
+                _LOOP_BARS.remove(bar)
 
 
 def advance_loop_bar(step) -> None:

@@ -69,3 +69,14 @@ def test_the_command_lists_and_writes_the_data_sets(tmp_path, capsys):
 def test_the_command_refuses_a_bad_request_in_one_line(argv, capsys):
     assert main(argv) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_output_cut_short_by_its_reader_ends_quietly():
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-m", "lcbayes", "datasets", "gss82"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child.stdout.close()   # the reader leaves before the first line (as `| head` does later)
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 1 and err == b""

@@ -4,9 +4,13 @@ an unwritable output refused before any work; boundary estimates as one warning 
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import subprocess
 import sys
+
+import numpy as np
 
 from lcbayes.progress import LineProgress, new_bar
 
@@ -66,3 +70,28 @@ def test_boundary_estimates_are_one_warning_line_with_a_count(capsys):
     assert len(err) == 1 and len(err[0]) < 200
     assert "10 estimated probabilities are on the boundary" in err[0]
     assert "and 9 more; lcb.boundary_entries lists them" in err[0]
+
+
+def test_fit_with_many_restarts_shows_their_progress_in_a_log(tmp_path):
+    log = tmp_path / "err.log"
+    with log.open("w") as err:
+        done = subprocess.run(
+            [sys.executable, "-m", "lcbayes", "fit", str(data_csv("carcinoma.csv")),
+             "--classes", "2", "--restarts", "120", "--se", "none"],
+            stdout=subprocess.PIPE, stderr=err, check=False)
+    text = log.read_text()
+    assert done.returncode == 0, text
+    assert "EM restarts: 120/120 starts done" in text and "\r" not in text
+
+
+def test_em_in_parts_for_progress_gives_the_same_fit(carcinoma):
+    import lcbayes as lcb
+
+    structure = lcb.latent_class(carcinoma, 3)
+    whole = lcb.em(structure, carcinoma, restarts=23, seed=4)
+    with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink):
+        parted = lcb.em(structure, carcinoma, restarts=23, seed=4, progress=True)
+        staged = lcb.em(structure, carcinoma, restarts=23, keep=5, seed=4, progress=True)
+    np.testing.assert_array_equal(parted.restart_logliks, whole.restart_logliks)
+    assert parted.loglik == whole.loglik
+    assert staged.loglik == lcb.em(structure, carcinoma, restarts=23, keep=5, seed=4).loglik

@@ -9,7 +9,8 @@
   as CSV.
 
 Bad input prints a one-line error and exits with status 2; Ctrl-C prints one line and exits
-with status 130 at once (:mod:`.interrupt`). JAX's persistent compilation cache is
+with status 130 at once (:mod:`.interrupt`); output cut short by its reader (``| head``) ends
+quietly with status 1. JAX's persistent compilation cache is
 on (:mod:`lcbayes.cache`; ``LCBAYES_CACHE_DIR`` moves it or, set to ``off``, turns it off), so a
 second run is fast. Options left out keep the defaults of the library function behind
 the subcommand (read from its signature, so the two never disagree).
@@ -22,6 +23,7 @@ A structure file is JSON: ``{"kind": "hlc", "tree": {...}, "cardinalities": {...
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -58,6 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             status = 2
         except KeyboardInterrupt:
             leave()
+        except BrokenPipeError:   # the reader of the output left (``| head``): stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            status = 1
     messages = (str(w.message) for w in caught if issubclass(w.category, UserWarning))
     for message in dict.fromkeys(messages):  # each once, in order
         print(f"lcbayes: warning: {message}", file=sys.stderr)

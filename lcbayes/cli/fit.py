@@ -39,7 +39,11 @@ from .common import (
     structure_file,
 )
 
-__all__ = ["add_parser", "run"]
+__all__ = ["PROGRESS_RESTARTS", "add_parser", "run"]
+
+#: ``fit`` shows a progress bar over EM's restarts from this many on (below, a fit takes a
+#: second or two).
+PROGRESS_RESTARTS = 100
 
 #: The methods each method-specific option applies to (``--seed``, ``--prior`` apply to all
 #: but exact / all).
@@ -139,9 +143,11 @@ def _result(args: argparse.Namespace, structure, data):
     if args.method == "vbem":
         return vbem(structure, data, seed=args.seed, prior=bayes_prior, **options)
     se = {None: "empirical", "none": None}.get(args.se, args.se)
+    restarts = default(em, "restarts") if args.restarts is None else args.restarts
     return em(structure, data, seed=args.seed, prior=args.prior, keep=args.keep,
               algorithm=args.algorithm, eta=args.eta,
-              standard_errors=se if args.prior is None else None, **options)
+              standard_errors=se if args.prior is None else None,
+              progress=not args.json and restarts >= PROGRESS_RESTARTS, **options)
 
 
 def _ais_settings(result) -> str:

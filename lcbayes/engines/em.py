@@ -61,12 +61,13 @@ from ..params import (
     prior_tables,
     probability_tables,
 )
+from ..progress import progress_bar
 from ..sharding import pattern_shards
 from ..structure import Structure
 from ..validation import Seed, check_choice, check_int, check_positive, fit_data, prng_key
 from . import squarem
 from .algorithms.problem import m_step, starts
-from .algorithms.runner import algorithm_settings, run_algorithm, run_restarts
+from .algorithms.runner import algorithm_settings, in_parts, run_algorithm, run_restarts
 from .algorithms.state import EMRuns
 from .em_result import EMResult
 from .padding import class_padding
@@ -210,6 +211,7 @@ def em(
     init: Mapping[str, Any] | EMResult | None = None,
     standard_errors: Literal["empirical", "observed"] | None = None,
     devices: int | Sequence[jax.Device] | None = None,
+    progress: bool = False,
 ) -> EMResult:
     """Fit ``structure`` to ``data`` by EM (or another algorithm of Whiley 1999 ch. 2) from
     ``restarts`` random starts; keep the best.
@@ -280,6 +282,10 @@ def em(
             ``n`` of ``jax.devices()``; or a sequence of ``jax.Device``. The data patterns are
             split over them and the sums all-reduced (:mod:`lcbayes.sharding`): the same fit
             to rounding, on several GPUs (not with ``algorithm="iem"``).
+        progress: show a progress bar over the restarts (a plain line now and then where
+            the output is a log): the restarts then run in
+            :data:`~lcbayes.engines.algorithms.runner.PROGRESS_PARTS` parts of one compiled
+            size, one after another; the same fit.
     """
     start, seed = start_engine(structure, seed)
     restarts = check_int(restarts, "restarts", 0 if init is not None else 1)
@@ -339,7 +345,11 @@ def em(
                                  settings.algorithm, settings.eta,
                                  None if settings.betas is None else jnp.asarray(settings.betas),
                                  settings.blocks, adaptive=settings.adaptive, **fold)
-    runs, kept = run_restarts(run, starts, max_iter, keep, burn_in)
+    staged = keep is not None and keep < restarts and burn_in < max_iter
+    with progress_bar(progress, total=restarts + (keep if staged else 0),
+                      desc="EM restarts", unit="start") as bar:
+        runs, kept = run_restarts(run if bar is None else in_parts(run, bar), starts, max_iter,
+                                  keep, burn_in)
     best = int(np.nanargmax(runs.objective))
     best_tables = [t[best] for t in runs.tables]
     tables = order_classes(structure, best_tables if padding is None

@@ -26,7 +26,8 @@ from .problem import Problem
 from .state import EMRuns, Kernel, iterate
 
 __all__ = ["ALGORITHMS", "DEFAULT_ETA", "HELD_ALGORITHMS", "IEM_BLOCKS", "MAP_ALGORITHMS",
-           "Settings", "algorithm_settings", "kernel", "run_algorithm", "run_restarts"]
+           "PROGRESS_PARTS", "Settings", "algorithm_settings", "in_parts", "kernel",
+           "run_algorithm", "run_restarts"]
 
 #: Every algorithm of :func:`lcbayes.em` (``algorithm=``), the default first.
 ALGORITHMS = ("squarem", "em", "iem", "cg", "gcg", "em_eta", "eg", "gp", "acg_phi",
@@ -155,6 +156,33 @@ def run_algorithm(structure: Structure, patterns, weights, alphas, tol_total, st
                       loglik + problem.prior_term(end.x))
 
     return map_restarts(run, starts, batch_size)
+
+
+#: Parts a run of many restarts is cut into when it shows progress (:func:`in_parts`).
+PROGRESS_PARTS = 20
+
+
+def in_parts(run, bar, parts: int = PROGRESS_PARTS):
+    """``run(starts, limit)`` over ``parts`` equal parts of the starts, one after another, the
+    last padded with copies of its first start (their results dropped), advancing ``bar`` by
+    each part's restarts. Restarts are independent, so the results are those of one call; every
+    part has one shape, so one compiled program serves them all."""
+    def parted(starts, limit):
+        n = starts[0].shape[0]
+        size = -(-n // parts)
+        outs = []
+        for low in range(0, n, size):
+            part = tuple(t[low:low + size] for t in starts)
+            real = part[0].shape[0]
+            if real < size:
+                part = tuple(jnp.concatenate([t, jnp.repeat(t[:1], size - real, axis=0)])
+                             for t in part)
+            outs.append(jax.tree_util.tree_map(lambda a, real=real: np.asarray(a)[:real],
+                                               run(part, limit)))
+            bar.update(real)
+        return jax.tree_util.tree_map(lambda *a: np.concatenate(a), *outs)
+
+    return parted
 
 
 def run_restarts(run, starts, max_iter: int, keep: int | None, burn_in: int):
