@@ -24,6 +24,7 @@ from lcbayes.samplers.smc import (
     pattern_allocations,
     prefix_classes,
     row_allocations,
+    row_class_counts,
     run_smc,
     smc_data,
 )
@@ -111,6 +112,33 @@ def test_allocations_are_multinomial_per_pattern(allocate):
     assert np.all(np.abs(counts.mean(axis=0) - mean) < 5 * se)
     ok = var > 1
     assert np.all(np.abs(counts.var(axis=0)[ok] / var[ok] - 1) < 0.1)
+
+
+def test_row_class_counts_are_the_expected_counts_of_the_included_rows():
+    # every included row in one state drawn from its pattern's softmax: n_k sums to the rows,
+    # n_kjr to each item's observed values, and their means are the sums of the probabilities
+    rng = np.random.default_rng(5)
+    patterns, rows = 40, rng.integers(0, 40, size=300).astype(np.int32)
+    prefix = jax.tree.map(jnp.asarray, prefix_classes(rows, patterns)[0])
+    one_hot = np.zeros((patterns, 3, 2))
+    one_hot[np.arange(patterns), 0, rng.integers(0, 2, patterns)] = 1.0
+    one_hot[np.arange(patterns), 1, rng.integers(0, 2, patterns)] = 1.0    # item 2 missing
+    logits = np.log(rng.dirichlet(np.ones(3), size=patterns))
+    logits = jnp.asarray(np.concatenate([logits, np.full((patterns, 1), -np.inf)], axis=1))
+    n = 217
+    rows_one_hot = jnp.asarray(one_hot[rows], dtype=jnp.float32)
+    n_k, n_kjr = jax.jit(jax.vmap(lambda key: row_class_counts(key, logits, prefix, rows_one_hot,
+                                                                n)))(
+        jax.random.split(jax.random.key(1), 20000))
+    n_k, n_kjr = np.asarray(n_k), np.asarray(n_kjr)
+    np.testing.assert_array_equal(n_k.sum(axis=1), n)
+    np.testing.assert_array_equal(n_kjr.sum(axis=(1, 3))[:, :2], n)
+    assert n_k[:, -1].max() == 0 and n_kjr[:, :, 2].max() == 0
+    p = np.asarray(jax.nn.softmax(logits, axis=1))[rows[:n]]             # (n, S)
+    expected = np.einsum("ns,njr->sjr", p, one_hot[rows[:n]])
+    se = np.sqrt(np.einsum("ns,njr->sjr", p * (1 - p), one_hot[rows[:n]]) / 20000) + 1e-12
+    assert np.all(np.abs(n_kjr.mean(axis=0) - expected) < 5 * se)
+    np.testing.assert_allclose(n_k.mean(axis=0), p.sum(axis=0), atol=5 * se.max() * 4)
 
 
 def test_one_class_bridge_is_exact_and_smc_is_within_its_error():

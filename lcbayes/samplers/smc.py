@@ -47,7 +47,8 @@ from .particle_filter import TEMPER_ESS, RowModel, filter_rows
 
 __all__ = ["MIN_PREFIX", "PREFIX_RATIO", "ROWS_PER_PATTERN", "Particles", "PrefixClass", "SMCData",
            "holding", "included_counts", "ordered_rows", "pattern_allocations", "prefix_classes",
-           "row_allocations", "run_smc", "smc_data", "sorted_allocations"]
+           "row_allocations", "row_class_counts", "run_smc", "smc_data",
+           "sorted_allocations"]
 
 #: Prefix size classes shrink by this factor (module docstring).
 PREFIX_RATIO = 2
@@ -228,13 +229,34 @@ def sorted_allocations(key, logits: jax.Array, prefix: PrefixClass, n_included) 
     return row_allocations(key, logits, prefix, n_included)
 
 
-def _class_counts(key, one_hot, categories, prefix: PrefixClass, n_included, log_weights,
-                  log_theta) -> tuple[jax.Array, jax.Array]:
+def row_class_counts(key, logits: jax.Array, prefix: PrefixClass, rows_one_hot: jax.Array,
+                     n_included) -> tuple[jax.Array, jax.Array]:
+    """The class counts ``n_k (S,)`` and ``n_kjr (S, J, R)`` of the first ``n_included`` rows
+    of the order, every row's state drawn from the softmax of its pattern's ``logits``
+    (inverse CDF of one uniform), counted by one product of the rows' one-hot states with their
+    one-hot values ``rows_one_hot (n, J, R)`` (no grouping by pattern: where patterns seldom
+    repeat, cheaper than a cumulative sum over the rows; counts below 2^24 are exact in single
+    precision)."""
+    n, slots = prefix.rows.shape[0], logits.shape[1]
+    cdf = jnp.cumsum(jax.nn.softmax(logits, axis=1), axis=1)[prefix.rows]
+    u = jax.random.uniform(key, (n,), dtype=jnp.float32) * cdf[:, -1]
+    z = jnp.minimum((u[:, None] > cdf).sum(axis=1), slots - 1)
+    chosen = jax.nn.one_hot(z, slots, dtype=jnp.float32) * (jnp.arange(n) < n_included)[:, None]
+    n_kjr = chosen.T @ rows_one_hot.reshape(n, -1)
+    return (chosen.sum(axis=0).astype(logits.dtype),
+            n_kjr.reshape(slots, *rows_one_hot.shape[1:]).astype(logits.dtype))
+
+
+def _class_counts(key, one_hot, categories, prefix: PrefixClass, rows_one_hot, n_included,
+                  log_weights, log_theta) -> tuple[jax.Array, jax.Array]:
     """The allocation half of the Gibbs sweep for one particle: the class counts ``n_k (S,)``
     and ``n_kjr (S, J, R)`` of the first ``n_included`` rows' classes drawn given ``(pi,
-    theta)``."""
+    theta)``: by pattern (:func:`pattern_allocations`) where a prefix class has at least
+    :data:`ROWS_PER_PATTERN` rows per pattern, else row by row (:func:`row_class_counts`)."""
     logits = log_weights[None, :] + class_log_lik(one_hot, categories, log_theta)
-    n_pk = sorted_allocations(key, logits, prefix, n_included)
+    if rows_one_hot is not None:
+        return row_class_counts(key, logits, prefix, rows_one_hot, n_included)
+    n_pk = pattern_allocations(key, logits, prefix, included_counts(prefix, n_included))
     return n_pk.sum(axis=0), jnp.einsum("pk,pjr->kjr", n_pk, one_hot)
 
 
@@ -243,10 +265,12 @@ def _allocate(index: int, data: SMCData, key, n, particles: Particles) -> Partic
     prefix size class ``index`` (which holds them)."""
     prefix = data.classes[index]
     one_hot = data.one_hot[:prefix.starts.shape[0]]
+    by_row = prefix.rows.shape[0] < ROWS_PER_PATTERN * prefix.starts.shape[0]
+    rows_one_hot = data.one_hot[prefix.rows].astype(jnp.float32) if by_row else None
     m = particles.log_weights.shape[0]
-    n_k, n_kjr = jax.vmap(_class_counts, (0, None, None, None, None, 0, 0))(
-        jax.random.split(key, m), one_hot, data.categories, prefix, n, particles.log_weights,
-        particles.log_theta)
+    n_k, n_kjr = jax.vmap(_class_counts, (0, None, None, None, None, None, 0, 0))(
+        jax.random.split(key, m), one_hot, data.categories, prefix, rows_one_hot, n,
+        particles.log_weights, particles.log_theta)
     return particles._replace(n_k=n_k, n_kjr=n_kjr)
 
 
