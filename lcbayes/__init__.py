@@ -106,6 +106,8 @@ API: dict[str, str] = {
     "learn_hlc": "lcbayes.learn",
     "learn_tree": "lcbayes.learn",
     "LearnResult": "lcbayes.learn",
+    # scikit-learn
+    "LatentClassModel": "lcbayes.estimator",
     # comparison
     "compare": "lcbayes.comparison",
     "Comparison": "lcbayes.comparison",

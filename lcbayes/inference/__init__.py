@@ -118,10 +118,15 @@ def _prepare(structure: Structure, params: Mapping[str, Any], data: Dataset):
     return data, log_tables, jnp.asarray(data.patterns), jnp.asarray(data.counts)
 
 
-def log_likelihood(structure: Structure, params: Mapping[str, Any], data: Dataset) -> float:
-    """``sum_rows ln p(y_row | theta)`` with missing values marginalised."""
+def log_likelihood(structure: Structure, params: Mapping[str, Any], data: Dataset, *,
+                   per_row: bool = False) -> float | np.ndarray:
+    """``sum_rows ln p(y_row | theta)`` with missing values marginalised; ``per_row``: the
+    ``(n_rows,)`` terms ``ln p(y_row | theta)`` instead (0 for a row with nothing observed)."""
     data, log_tables, patterns, counts = _prepare(structure, params, data)
-    return float(counts @ _jit_e_step(structure, log_tables, patterns, counts).log_marginal)
+    log_marginal = _jit_e_step(structure, log_tables, patterns, counts).log_marginal
+    if per_row:
+        return np.asarray(log_marginal)[data.pattern_index]
+    return float(counts @ log_marginal)
 
 
 def hidden_posteriors(
