@@ -255,6 +255,8 @@ def test_result_contract_round_trip_and_same_seed(small_csv):
     back = lcb.AllocationResult.from_dict(json.loads(json.dumps(res.to_dict())))
     assert back.posterior_k == res.posterior_k and back.acceptance == res.acceptance
     assert res.settings["jumps"] == back.settings["jumps"] == JUMPS
+    draws = res.posterior["k"].values.ravel()     # the share of draws with each K
+    assert res.posterior_k == {k: float(np.mean(draws == k)) for k in res.posterior_k}
     assert lcb.posterior_k(res) == res.posterior_k
     assert res.k_mixing.move_names == ("eject", "absorb")
     assert res.predict_proba(data).shape == (data.n_rows, res.modal_k)

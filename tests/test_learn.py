@@ -4,6 +4,7 @@ operations, multiple-restart EM on lanes, the searches and their result."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -257,7 +258,9 @@ def test_cli_learn_json(small, tmp_path, capsys):
     assert main(["learn", path, "--json", "--report", str(report)]) == 0
     spec = json.loads(capsys.readouterr().out)
     assert spec["best"]["structure"]["kind"] == "latent_class"
-    assert spec["best"]["score"] == pytest.approx(spec["score"])
+    best = spec["best"]   # the score is the chosen model's BIC: ln L - d/2 ln N, recomputed
+    bic = best["loglik"] - best["n_parameters"] / 2 * math.log(best["n_observed_rows"])
+    assert spec["score_name"] == "bic" and spec["score"] == pytest.approx(bic, abs=1e-9)
     assert report.exists()
 
 
