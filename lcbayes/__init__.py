@@ -122,6 +122,7 @@ API: dict[str, str] = {
     "DataError": "lcbayes.errors",
     "StructureError": "lcbayes.errors",
     "TooLargeError": "lcbayes.errors",
+    "ConvergenceWarning": "lcbayes.errors",
 }
 
 __all__ = sorted([*API, "__version__"])

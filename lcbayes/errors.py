@@ -9,8 +9,8 @@ exit status 2.
 
 from __future__ import annotations
 
-__all__ = ["ArgumentError", "ArgumentTypeError", "DataError", "LcbayesError", "StructureError",
-           "TooLargeError"]
+__all__ = ["ArgumentError", "ArgumentTypeError", "ConvergenceWarning", "DataError", "LcbayesError",
+           "StructureError", "TooLargeError"]
 
 
 class LcbayesError(ValueError):
@@ -35,3 +35,8 @@ class StructureError(LcbayesError):
 
 class TooLargeError(LcbayesError):
     """An exact computation would need more terms than the stated limit."""
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative fit (EM, VBEM) stopped at its iteration cap before its convergence test
+    held: its estimates may still move (raise ``max_iter`` or loosen ``tol``)."""

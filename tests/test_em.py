@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -266,3 +267,15 @@ def test_squarem_reaches_the_plain_em_fixed_point_in_fewer_iterations(small_mode
     # a SQUAREM cycle costs at most three E steps
     assert 3 * fast.restart_n_iter.sum() < plain.restart_n_iter.sum()
     assert np.diff(fast.history).min() >= -1e-9 * abs(fast.loglik)
+
+
+def test_a_fit_stopped_at_the_iteration_cap_warns(carcinoma):
+    structure = lcb.latent_class(carcinoma, 3)
+    with pytest.warns(lcb.ConvergenceWarning, match="EM stopped at max_iter=3"):
+        fit = lcb.em(structure, carcinoma, restarts=2, max_iter=3)
+    assert not fit.converged
+    with pytest.warns(lcb.ConvergenceWarning, match="VBEM stopped at max_iter=3"):
+        lcb.vbem(structure, carcinoma, restarts=2, max_iter=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", lcb.ConvergenceWarning)
+        assert lcb.em(structure, carcinoma, restarts=2).converged

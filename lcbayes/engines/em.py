@@ -71,7 +71,7 @@ from .algorithms.runner import algorithm_settings, in_parts, run_algorithm, run_
 from .algorithms.state import EMRuns
 from .em_result import EMResult
 from .padding import class_padding
-from .run_record import check_batching, record_fields, start_engine
+from .run_record import check_batching, record_fields, start_engine, warn_unconverged
 
 __all__ = ["EMResult", "EMRuns", "em", "em_runner", "order_classes", "run_em"]
 
@@ -380,6 +380,8 @@ def em(
         **record_fields(structure, data, runs, best, est.hidden_marginals, start, seed,
                         restarts, tol, max_iter),
     )
+    warn_unconverged(result, "EM" if settings.algorithm in ("em", "squarem")
+                     else f"EM ({settings.algorithm})")
     return result if standard_errors is None else result.with_standard_errors(data,
                                                                              standard_errors)
 

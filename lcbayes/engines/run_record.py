@@ -6,6 +6,7 @@ and the boundary checks the two engines share."""
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 
 import jax
@@ -13,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import Dataset
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ConvergenceWarning
 from ..inference import hidden_marginals
 from ..params import config_labels, params_frame
 from ..render import matrix_lines
@@ -21,7 +22,7 @@ from ..structure import Structure
 from ..validation import check_int, check_seed, check_structure, data_for, seed_record
 
 __all__ = ["EstimateRecord", "RunRecord", "arrays_from_json", "check_batching", "record_fields",
-           "start_engine"]
+           "start_engine", "warn_unconverged"]
 
 
 def start_engine(structure, seed) -> tuple[float, int | jax.Array]:
@@ -245,6 +246,16 @@ class RunRecord(EstimateRecord):
             "tol": float(spec["tol"]),
             "max_iter": int(spec["max_iter"]),
         }
+
+def warn_unconverged(result: RunRecord, engine: str) -> None:
+    """A :class:`~lcbayes.ConvergenceWarning` when the best restart of ``result`` stopped at
+    ``max_iter`` before its convergence test held."""
+    if not result.converged:
+        warnings.warn(ConvergenceWarning(
+            f"{engine} stopped at max_iter={result.max_iter} before converging (the best of "
+            f"{result.restarts} restarts; tol={result.tol:g} per row): its estimates may still "
+            "move; raise max_iter or loosen tol"), stacklevel=3)
+
 
 def record_fields(structure: Structure, data: Dataset, runs, best: int, hidden_marginals,
                   started: float, seed, restarts: int, tol: float, max_iter: int) -> dict:

@@ -83,7 +83,7 @@ from .dirichlet import (
 )
 from .em_result import EMResult
 from .padding import class_padding
-from .run_record import check_batching, record_fields, start_engine
+from .run_record import check_batching, record_fields, start_engine, warn_unconverged
 from .vb_result import VBResult
 
 __all__ = ["BoundTerms", "VBResult", "VBRuns", "bound_terms", "run_vbem", "vbem"]
@@ -311,7 +311,7 @@ def vbem(
         est = shards.unpad_e_step(est)
     if padding is not None:
         alphas, est = padding.unpad(alphas), padding.unpad_e_step(est)
-    return VBResult(
+    result = VBResult(
         elbo=float(runs.elbo[best]),
         log_alias=log_alias(structure),
         posterior=from_tables(structure, [np.asarray(a) for a in alphas]),
@@ -320,3 +320,5 @@ def vbem(
         **record_fields(structure, data, runs, best, est.hidden_marginals, start, seed,
                         restarts, tol, max_iter),
     )
+    warn_unconverged(result, "VBEM")
+    return result
