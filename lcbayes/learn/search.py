@@ -233,8 +233,8 @@ def learn_hlc(
         skeleton: the tree ``{hidden node: [children]}`` (children are hidden nodes or data
             columns), as for :func:`lcbayes.hlc`, or an HLC structure (its cardinalities are
             ignored).
-        score, seed, time_limit, splits, perturbation, starts, delta, tol, max_iter,
-            progress: as for :func:`learn_classes`.
+        score, seed, time_limit, splits, perturbation, starts, delta, tol, max_iter, progress:
+            as for :func:`learn_classes`.
         method: ``"splitmerge"`` (HLCSplitMerge, Procedures 7.1-7.4),
             ``"splitmerge_noadjust"``, ``"standard3"`` (HLCStandard3: HLCIncrement,
             HLCDecrement, HLCNewParams) or ``"fixed"`` (HLCStandardFixed at
