@@ -195,3 +195,44 @@ def test_no_module_is_long_unless_architecture_says_why():
     assert not long, f"modules over {MAX_LINES} lines not explained in ARCHITECTURE.md: {long}"
     stale = [p for p in allowed if not (ROOT / p).is_file()]
     assert not stale, f"ARCHITECTURE.md explains modules that do not exist: {stale}"
+
+
+def diagram_layers() -> dict[str, int]:
+    """``{module: line}`` from ARCHITECTURE.md's layer diagram (the first code block after
+    "## Layers"; line 0 is the top layer). A line names modules (``data.py``,
+    ``engines/chib.py``) and packages (``cli/``: every module in it) before its description; a
+    line that starts with wide indent continues a description. A module named on its own wins
+    over its package's line."""
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8").split("## Layers", 1)[1]
+    rows = [line for line in text.split("```", 2)[1].splitlines()
+            if line.strip() and not line.startswith("    ")]
+    named: dict[str, int] = {}
+    packages: dict[str, int] = {}
+    for row, line in enumerate(rows):
+        for token in line.split("   ")[0].split():
+            dotted = "lcbayes." + token.rstrip("/").removesuffix(".py").replace("/", ".")
+            if token.endswith(".py"):
+                named[dotted] = row
+            elif token.endswith("/"):
+                packages[dotted] = row
+    layers = dict(named)
+    for module in MODULES:
+        for package, row in packages.items():
+            if module not in named and (module == package or module.startswith(package + ".")):
+                layers[module] = row
+    return layers
+
+
+def test_every_module_sits_in_the_layer_diagram_and_imports_only_below_it():
+    layers = diagram_layers()
+    unplaced = sorted(m for m in MODULES if m not in layers and m != "lcbayes")
+    assert unplaced == [], "ARCHITECTURE.md's layer diagram leaves these out"
+    upward = sorted(f"{m} (line {layers[m]}) imports {d} (line {layers[d]})"
+                    for m in layers for d in _dependencies(m) if d in layers
+                    and layers[d] < layers[m])
+    assert upward == []
+
+
+def test_the_layer_check_finds_an_upward_import():
+    layers = diagram_layers()
+    assert layers["lcbayes.cli.compare"] < layers["lcbayes.engines.em"] < layers["lcbayes.data"]
