@@ -58,6 +58,15 @@ def carcinoma() -> lcb.Dataset:
     return lcb.datasets.load("carcinoma")
 
 
+@pytest.fixture(scope="session")
+def long_names_tree():
+    """An HLC tree learned on carcinoma with long column names (its path table and figure
+    labels are wide: the report tests' hard case)."""
+    frame = lcb.datasets.frame("carcinoma")
+    frame.columns = [f"pathologist_{c}_rating_of_the_slide" for c in frame.columns]
+    return lcb.learn_tree(lcb.Dataset.from_pandas(frame), seed=0, time_limit=30)
+
+
 #: The slowest test files, slowest first (measured; the notebooks take minutes each). They are
 #: collected first, so that pytest-xdist (``--dist loadfile``, which hands out whole files)
 #: starts them early and the short files fill the gaps at the end, instead of one worker

@@ -85,7 +85,7 @@ def test_point_labels_never_overlap_or_leave_the_axes():
 
 
 @pytest.fixture(scope="module")
-def carcinoma_figures(carcinoma) -> dict:
+def carcinoma_figures(carcinoma, long_names_tree) -> dict:
     comp = lcb.compare(carcinoma, classes=range(1, 5), methods="bic,bic_e,aic,icl,cs,vbem,ais",
                        restarts=3, ais_chains=4, ais_temperatures=200, ais_max_chains=4, seed=0)
     found = {f"compare {k}": v for k, v in figures(comp).items()}
@@ -95,6 +95,8 @@ def carcinoma_figures(carcinoma) -> dict:
     found["tree score"] = score_figure(tree)
     found["tree drawing"] = tree_figure(tree.structure)
     found["tree profiles"] = profiles_figure(tree.structure, tree.fit.params)
+    found["tree score, long names"] = score_figure(long_names_tree)
+    found["tree drawing, long names"] = tree_figure(long_names_tree.structure)
     with pytest.warns(UserWarning):   # so short a run mixes poorly, and says so
         rj = lcb.rjmcmc(carcinoma, max_classes=5, draws=300, warmup=100, chains=2, seed=0)
     found.update({f"rjmcmc {k}": v for k, v in lcb.diagnostics(rj).figures().items()})

@@ -43,7 +43,7 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory, carcinoma) -> dict[str, Path]:
+def reports(tmp_path_factory, carcinoma, long_names_tree) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("reports")
     comp = lcb.compare(carcinoma, classes=range(1, 5), methods="bic,bic_e,aic,icl,cs,vbem,ais",
                        restarts=3, ais_chains=4, ais_temperatures=200, ais_max_chains=4, seed=0)
@@ -53,11 +53,8 @@ def reports(tmp_path_factory, carcinoma) -> dict[str, Path]:
            "learn --tree": write_learn_html(lcb.learn_tree(carcinoma, seed=0, time_limit=30),
                                             folder / "tree.html", "carcinoma.csv"),
            "demo": DEMO}
-    frame = lcb.datasets.frame("carcinoma")   # long names make the path table wide
-    frame.columns = [f"pathologist_{c}_rating_of_the_slide" for c in frame.columns]
-    long_names = lcb.Dataset.from_pandas(frame)
-    out["learn --tree, long names"] = write_learn_html(
-        lcb.learn_tree(long_names, seed=0, time_limit=30), folder / "tree_long.html", "x.csv")
+    out["learn --tree, long names"] = write_learn_html(long_names_tree,   # a wide path table
+                                                        folder / "tree_long.html", "x.csv")
     with pytest.warns(UserWarning):   # so short a run mixes poorly, and says so
         rj = lcb.rjmcmc(carcinoma, max_classes=5, draws=300, warmup=100, chains=2, seed=0)
         out["rjmcmc"] = lcb.diagnostics(rj).to_html(folder / "rjmcmc.html")

@@ -115,9 +115,16 @@ def _cardinality_map(s: Structure) -> set[tuple[frozenset[str], int]]:
     return out
 
 
+#: Leaf names longer than this are written downwards from the leaf (else side by side in boxes).
+SIDEWAYS_NAMES = 10
+#: Inches per character of an 8-point label (an upper estimate).
+INCHES_PER_CHARACTER = 0.075
+
+
 def tree_figure(structure: Structure, title: str = "learned tree"):
     """The tree as a matplotlib figure: hidden nodes as circles labelled with their
-    cardinality, leaves as boxes along the bottom."""
+    cardinality, leaves as boxes along the bottom (written downwards when a name is longer
+    than :data:`SIDEWAYS_NAMES` characters, so that no two overlap)."""
     from ..comparison.figures import new_figure
 
     s = structure
@@ -138,7 +145,11 @@ def tree_figure(structure: Structure, title: str = "learned tree"):
     place(s.root, 0)
     bottom = max(depth.values())
     y = {v: float(bottom - depth[v]) if s.hidden[v] else 0.0 for v in x}
-    fig = new_figure(figsize=(max(5.0, 0.7 * count[0] + 1.0), 1.2 * bottom + 1.5),
+    longest = max(len(s.nodes[v]) for v in x if not s.hidden[v])
+    sideways = longest > SIDEWAYS_NAMES
+    hanging = INCHES_PER_CHARACTER * longest + 0.3 if sideways else 0.0   # inches below y = 0
+    height = 1.2 * bottom + 1.5
+    fig = new_figure(figsize=(max(5.0, 0.7 * count[0] + 1.0), height + hanging),
                      layout="constrained")
     ax = fig.subplots()
     for v in x:
@@ -148,9 +159,12 @@ def tree_figure(structure: Structure, title: str = "learned tree"):
         text = f"{s.nodes[v]}\n|{s.cardinalities[v]}|" if s.hidden[v] else s.nodes[v]
         box = ({"boxstyle": "circle", "fc": "#dbe9f6", "ec": "tab:blue"} if s.hidden[v]
                else {"boxstyle": "round", "fc": "white", "ec": "0.3"})
-        ax.text(x[v], y[v], text, ha="center", va="center", fontsize=8, bbox=box, zorder=2)
+        down = sideways and not s.hidden[v]
+        ax.text(x[v], y[v], text, ha="center", va="top" if down else "center",
+                rotation=90 if down else 0, fontsize=8, bbox=box, zorder=2)
+    per_inch = (bottom + 1.2) / height   # data units per inch, vertically
     ax.set_xlim(-0.8, count[0] - 0.2)
-    ax.set_ylim(-0.6, bottom + 0.6)
+    ax.set_ylim(-0.6 - hanging * per_inch, bottom + 0.6)
     ax.set_axis_off()
     ax.set_title(title, fontsize=10)
     return fig
