@@ -61,7 +61,7 @@ def carcinoma() -> lcb.Dataset:
 @pytest.fixture(scope="session")
 def long_names_tree():
     """An HLC tree learned on carcinoma with long column names (its path table and figure
-    labels are wide: the report tests' hard case)."""
+    labels are wide: the report tests' hard case, tests/test_report_rendering.py)."""
     frame = lcb.datasets.frame("carcinoma")
     frame.columns = [f"pathologist_{c}_rating_of_the_slide" for c in frame.columns]
     return lcb.learn_tree(lcb.Dataset.from_pandas(frame), seed=0, time_limit=30)
@@ -71,7 +71,8 @@ def long_names_tree():
 #: collected first, so that pytest-xdist (``--dist loadfile``, which hands out whole files)
 #: starts them early and the short files fill the gaps at the end, instead of one worker
 #: finishing a long file alone.
-LONG_FILES = ("test_notebooks.py", "test_notebook_02.py", "test_ais.py", "test_vbem.py",
+LONG_FILES = ("test_notebooks.py", "test_notebook_02.py", "test_report_rendering.py", "test_ais.py",
+              "test_vbem.py",
               "test_em.py", "test_compare.py", "test_cli.py", "test_beal_study.py",
               "test_inference.py", "test_ais_numpyro.py", "test_coded.py", "test_gibbs.py",
               "test_rjmcmc.py", "test_models.py", "test_execution.py")
