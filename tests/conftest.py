@@ -1,5 +1,5 @@
-"""Shared fixtures: the real data sets (shipped ones from :mod:`lcbayes.datasets`, the larger ones
-from ../shared/data, whose tests skip with the reason when it is absent)."""
+"""Shared fixtures: the real data sets (the ones lcbayes ships, from :mod:`lcbayes.datasets`;
+election from ``tests/data``)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ import pytest
 
 import lcbayes as lcb
 
+TEST_DATA = Path(__file__).resolve().parent / "data"
+#: The data sets beside the checkout (only compared with the shipped copies when present).
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 # The suite runs without the persistent compilation cache (a caller's LCBAYES_CACHE_DIR is
@@ -38,17 +40,15 @@ atexit.register(shutil.rmtree, _WRITTEN, ignore_errors=True)
 
 def data_csv(name: str) -> Path:
     """Path of data file ``name``: a data set lcbayes ships (:mod:`lcbayes.datasets`) written
-    as CSV, else the file in ../shared/data, or skip the test with the reason."""
+    as CSV, else the file in ``tests/data`` (its README states the sources)."""
     stem = Path(name).stem
     if stem in lcb.datasets.SETS:
         path = _WRITTEN / name
         if not path.is_file():
             lcb.datasets.write_csv(stem, path)
         return path
-    path = SHARED_DATA / name
-    if not path.is_file():
-        pytest.skip(f"{path} is absent (the larger shared data sets live beside the project, "
-                    "not in it)")
+    path = TEST_DATA / name
+    assert path.is_file(), f"{path} is missing: the tests' own data belong in tests/data"
     return path
 
 

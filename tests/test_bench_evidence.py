@@ -9,6 +9,8 @@ import json
 
 import bench_evidence as bench
 
+from .conftest import data_csv
+
 #: Two binary items and 60 rows: every data set has the same 4 patterns, so the LC(2) programs
 #: of the coverage, simulated and timing parts (and the reference runs) compile once.
 TINY = dataclasses.replace(
@@ -20,7 +22,8 @@ TINY = dataclasses.replace(
 
 def test_quick_path_writes_every_section_from_saved_parts(tmp_path):
     results, out = tmp_path / "results", tmp_path / "report.md"
-    bench.run(TINY, bench.PARTS, seed=0, data_dir=bench.DATA, results=results, out=out)
+    bench.run(TINY, bench.PARTS, seed=0, data_dir=data_csv("election.csv").parent,
+              results=results, out=out)
     for name in bench.PARTS:
         saved = json.loads((results / f"{name}.json").read_text())
         assert saved["mode"] == "quick" and saved["settings"]["particles"] == 8

@@ -10,7 +10,7 @@ from lcbayes.cli import main
 
 from .conftest import SHARED_DATA
 
-#: poLCA's maximum-likelihood log-likelihoods of carcinoma (../shared/data/README.md): the
+#: poLCA's maximum-likelihood log-likelihoods of carcinoma (poLCA 1.6, many restarts): the
 #: shipped table must give the same fits.
 POLCA_LOGLIK = {2: -317.2568, 3: -293.7050}
 

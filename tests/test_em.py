@@ -13,7 +13,7 @@ import pytest
 
 import lcbayes as lcb
 
-POLCA_CARCINOMA = {  # ../shared/data/README.md: poLCA 1.6 log-likelihoods and BIC
+POLCA_CARCINOMA = {  # poLCA 1.6's log-likelihoods and BIC (many restarts)
     1: (-524.4648, 7, 1082.3244),
     2: (-317.2568, 15, 706.0739),
     3: (-293.7050, 23, 697.1357),

@@ -36,7 +36,7 @@ GSS82_LEVELS = {
     "COOPERAT": ("Interested", "Cooperative", "Impatient"),
 }
 
-#: The global maxima poLCA reports: carcinoma K = 2 (../shared/data/README.md) and gss82 K = 3
+#: The global maxima poLCA reports: carcinoma K = 2 (poLCA 1.6) and gss82 K = 3
 #: (poLCA user's manual, section 5.7, Table 1: llik -2754.545, shares 0.621, 0.172, 0.207;
 #: lcbayes orders classes by decreasing share).
 POLCA_OPTIMA = {
