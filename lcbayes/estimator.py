@@ -118,8 +118,10 @@ class LatentClassModel(ClusterMixin, DensityMixin, BaseEstimator):
 
     def score_samples(self, X) -> np.ndarray:
         """``(n_rows,)`` ``ln p(x_i)`` of every row under the fitted model."""
-        return log_likelihood(self.structure_, self.result_.params, self._data(X),
-                              per_row=True)
+        return self._row_logliks(self._data(X))
+
+    def _row_logliks(self, data: Dataset) -> np.ndarray:
+        return log_likelihood(self.structure_, self.result_.params, data, per_row=True)
 
     def score(self, X, y=None) -> float:
         """The mean log-likelihood per row of ``X``."""
@@ -129,7 +131,7 @@ class LatentClassModel(ClusterMixin, DensityMixin, BaseEstimator):
         """``-2 ln L(X) + d ln N`` (deviance scale, lower is better; ``N`` the rows of ``X``
         with an observed value, ``d`` the free parameters)."""
         data = self._data(X)
-        total = float(np.sum(self.score_samples(X)))
+        total = float(np.sum(self._row_logliks(data)))
         return -2.0 * total + self.structure_.n_parameters * math.log(
             max(data.n_observed_rows, 1))
 

@@ -46,8 +46,8 @@ from .gibbs import LCPrior, class_log_lik, draw_dirichlets
 from .particle_filter import TEMPER_ESS, RowModel, filter_rows
 
 __all__ = ["MIN_PREFIX", "PREFIX_RATIO", "ROWS_PER_PATTERN", "Particles", "PrefixClass", "SMCData",
-           "holding", "included_counts", "ordered_rows", "pattern_allocations", "prefix_classes",
-           "row_allocations", "row_class_counts", "run_smc", "smc_data",
+           "by_rows", "holding", "included_counts", "ordered_rows", "pattern_allocations",
+           "prefix_classes", "row_allocations", "row_class_counts", "run_smc", "smc_data",
            "sorted_allocations"]
 
 #: Prefix size classes shrink by this factor (module docstring).
@@ -168,15 +168,27 @@ def log_predictive(prior: LCPrior, categories, active, n_k, n_kjr, y) -> jax.Arr
     return jnp.where(active, weight + jnp.sum(seen * (value - total), axis=-1), -jnp.inf)
 
 
+def _row_states(key, logits: jax.Array, rows: jax.Array) -> jax.Array:
+    """``(n,)`` a state for every row of ``rows`` (pattern numbers) from the softmax of its
+    pattern's ``logits``, by inversion of one single-precision uniform per row."""
+    cdf = jnp.cumsum(jax.nn.softmax(logits, axis=1), axis=1)[rows]
+    u = jax.random.uniform(key, rows.shape, dtype=jnp.float32) * cdf[:, -1]
+    return jnp.minimum((u[:, None] > cdf).sum(axis=1), logits.shape[1] - 1)
+
+
+def by_rows(prefix: PrefixClass) -> bool:
+    """Whether prefix class ``prefix`` allocates row by row: fewer than
+    :data:`ROWS_PER_PATTERN` rows per pattern (else one multinomial draw per pattern)."""
+    return prefix.rows.shape[0] < ROWS_PER_PATTERN * prefix.starts.shape[0]
+
+
 def row_allocations(key, logits: jax.Array, prefix: PrefixClass, n_included) -> jax.Array:
     """``(P, S)`` rows of each pattern drawn into each state: every row among the first
     ``n_included`` of the order draws its state from the softmax of its pattern's ``logits``
     (inverse CDF of one uniform); each pattern's rows are counted from the cumulative sum over
     its segment of the sorted rows (no scatter)."""
     slots = logits.shape[1]
-    cdf = jnp.cumsum(jax.nn.softmax(logits, axis=1), axis=1)[prefix.sorted_rows]
-    u = jax.random.uniform(key, prefix.sorted_rows.shape, dtype=jnp.float32) * cdf[:, -1]
-    z = jnp.minimum((u[:, None] > cdf).sum(axis=1), slots - 1)
+    z = _row_states(key, logits, prefix.sorted_rows)
     chosen = jax.nn.one_hot(z, slots, dtype=jnp.float32) * (prefix.position < n_included)[:, None]
     cum = jnp.concatenate([jnp.zeros((1, slots), jnp.float32), jnp.cumsum(chosen, axis=0)])
     return (cum[prefix.ends] - cum[prefix.starts]).astype(logits.dtype)   # exact below 2^24
@@ -224,9 +236,9 @@ def sorted_allocations(key, logits: jax.Array, prefix: PrefixClass, n_included) 
     where the prefix class has at least :data:`ROWS_PER_PATTERN` rows per pattern (its binary
     searches then cost less than a pass over the states at every row), else
     :func:`row_allocations` (the same distribution)."""
-    if prefix.rows.shape[0] >= ROWS_PER_PATTERN * prefix.starts.shape[0]:
-        return pattern_allocations(key, logits, prefix, included_counts(prefix, n_included))
-    return row_allocations(key, logits, prefix, n_included)
+    if by_rows(prefix):
+        return row_allocations(key, logits, prefix, n_included)
+    return pattern_allocations(key, logits, prefix, included_counts(prefix, n_included))
 
 
 def row_class_counts(key, logits: jax.Array, prefix: PrefixClass, rows_one_hot: jax.Array,
@@ -238,9 +250,7 @@ def row_class_counts(key, logits: jax.Array, prefix: PrefixClass, rows_one_hot: 
     repeat, cheaper than a cumulative sum over the rows; counts below 2^24 are exact in single
     precision)."""
     n, slots = prefix.rows.shape[0], logits.shape[1]
-    cdf = jnp.cumsum(jax.nn.softmax(logits, axis=1), axis=1)[prefix.rows]
-    u = jax.random.uniform(key, (n,), dtype=jnp.float32) * cdf[:, -1]
-    z = jnp.minimum((u[:, None] > cdf).sum(axis=1), slots - 1)
+    z = _row_states(key, logits, prefix.rows)
     chosen = jax.nn.one_hot(z, slots, dtype=jnp.float32) * (jnp.arange(n) < n_included)[:, None]
     n_kjr = chosen.T @ rows_one_hot.reshape(n, -1)
     return (chosen.sum(axis=0).astype(logits.dtype),
@@ -265,8 +275,7 @@ def _allocate(index: int, data: SMCData, key, n, particles: Particles) -> Partic
     prefix size class ``index`` (which holds them)."""
     prefix = data.classes[index]
     one_hot = data.one_hot[:prefix.starts.shape[0]]
-    by_row = prefix.rows.shape[0] < ROWS_PER_PATTERN * prefix.starts.shape[0]
-    rows_one_hot = data.one_hot[prefix.rows].astype(jnp.float32) if by_row else None
+    rows_one_hot = data.one_hot[prefix.rows].astype(jnp.float32) if by_rows(prefix) else None
     m = particles.log_weights.shape[0]
     n_k, n_kjr = jax.vmap(_class_counts, (0, None, None, None, None, None, 0, 0))(
         jax.random.split(key, m), one_hot, data.categories, prefix, rows_one_hot, n,
