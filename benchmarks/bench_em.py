@@ -31,7 +31,7 @@ What is measured:
   enabled in this process, so the first call really compiles.
 * StepMix: ``StepMix(...).fit(X)`` on the raw rows (StepMix has no pattern compression), with
   the same number of restarts, the same stopping rule and the same iteration limit.
-* The command line: ``lcbayes fit carcinoma.csv --classes 3 --restarts 16 --json`` twice with a
+* The command line: ``lcbayes fit carcinoma.csv --n-classes 3 --restarts 16 --json`` twice with a
   fresh ``LCBAYES_CACHE_DIR`` (cold: empty compilation cache; warm: the cache the cold run
   wrote). Wall times include interpreter start-up and importing JAX.
 
@@ -273,7 +273,7 @@ def run_stepmix(data, n_classes, restarts, tol, max_iter, seed, repeats):
 def run_cli(path: Path, restarts: int) -> tuple[list[tuple[str, float, dict | None, str]], str]:
     exe = Path(sys.executable).parent / "lcbayes"
     base = [str(exe)] if exe.is_file() else [sys.executable, "-m", "lcbayes.cli"]
-    cmd = [*base, "fit", str(path), "--classes", "3", "--restarts", str(restarts), "--json"]
+    cmd = [*base, "fit", str(path), "--n-classes", "3", "--restarts", str(restarts), "--json"]
     out = []
     with tempfile.TemporaryDirectory(prefix="lcbayes-bench-cache-") as cache:
         env = {**os.environ, "LCBAYES_CACHE_DIR": cache}

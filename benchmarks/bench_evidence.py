@@ -23,7 +23,7 @@ carries the Student-t factor of the runs). Full settings: ``lcb.smc``'s defaults
 signature): at least ``runs`` runs, more up to its error target, and rounds with doubled
 particles where a round gives no estimate; the timing part makes exactly ``timing_runs``.
 
-``--classes`` and ``--timing-data ROWSxITEMS ...`` narrow a run (the device runs used them);
+``--n-classes`` and ``--timing-data ROWSxITEMS ...`` narrow a run (the device runs used them);
 parts run on a GPU are saved in the results' ``gpu/`` folder and reported in their own
 section.
 
@@ -852,15 +852,15 @@ def main(argv=None) -> None:
                         help="folder of the parts' JSON (default benchmarks/results/evidence/, "
                              "its quick/ with --quick)")
     parser.add_argument("--out", type=Path, default=REPORT, help="the report's path")
-    parser.add_argument("--classes", type=int, nargs="+", default=None,
+    parser.add_argument("--n-classes", type=int, nargs="+", default=None,
                         help="candidates K of every part run (default 1..6)")
     parser.add_argument("--timing-data", nargs="+", default=None, metavar="ROWSxITEMS",
                         help="the timing part's data sets, e.g. 100000x20")
     args = parser.parse_args(argv)
     results = args.results or (RESULTS / "quick" if args.quick else RESULTS)
     settings = QUICK if args.quick else FULL
-    if args.classes:
-        settings = dataclasses.replace(settings, classes=tuple(args.classes))
+    if args.n_classes:
+        settings = dataclasses.replace(settings, classes=tuple(args.n_classes))
     if args.timing_data:
         settings = dataclasses.replace(settings, timing_data=tuple(
             tuple(int(v) for v in size.lower().split("x")) for size in args.timing_data))

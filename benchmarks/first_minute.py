@@ -3,10 +3,10 @@ process, as a user starts one, and every timing the README states is here.
 
 * ``import lcbayes`` and ``lcbayes --help``;
 * the first ``lcb.em`` call in a fresh process (compilation included), cold and warm cache;
-* ``lcbayes fit carcinoma.csv --classes 3``, warm compilation cache;
-* ``lcbayes compare carcinoma.csv --classes 1-5 --methods bic,vbem,ais``, cold and warm, with
+* ``lcbayes fit carcinoma.csv --n-classes 3``, warm compilation cache;
+* ``lcbayes compare carcinoma.csv --n-classes 1-5 --methods bic,vbem,ais``, cold and warm, with
   the AIS standard errors and ``P(K = 3)``;
-* ``lcbayes compare carcinoma.csv --classes 1-5`` (the default methods: the SMC route), warm,
+* ``lcbayes compare carcinoma.csv --n-classes 1-5`` (the default methods: the SMC route), warm,
   with ``P(K = 3)`` (target 0.84-0.88: RJMCMC, the allocation sampler and long AIS runs agree
   on about 0.855), and the same comparison repeated inside one Python process;
 * ``lcbayes demo``, warm (``--skip-demo`` leaves it out).
@@ -37,11 +37,11 @@ IN_PROCESS_COMPARE = """
 import time
 import lcbayes as lcb
 data = lcb.Dataset.from_csv({path!r})
-lcb.compare(data, classes=range(1, 6), seed=0)
+lcb.compare(data, n_classes=range(1, 6), seed=0)
 seconds = []
 for _ in range({repeat}):
     t = time.perf_counter()
-    lcb.compare(data, classes=range(1, 6), seed=0)
+    lcb.compare(data, n_classes=range(1, 6), seed=0)
     seconds.append(time.perf_counter() - t)
 print(min(seconds), max(seconds))
 """
@@ -112,16 +112,16 @@ def main() -> None:
         firsts = [float(timed([py, "-c", FIRST_EM.format(path=path)], cache)[1])
                   for _ in range(args.repeat)]
         rows.append(("first lcb.em call, warm cache (in-process)", spread(firsts), ""))
-        fit = [*cli, "fit", path, "--classes", "3"]
+        fit = [*cli, "fit", path, "--n-classes", "3"]
         timed(fit, cache)  # its standard errors and output compile programs of their own
-        warm("fit --classes 3, warm", fit, "< 2")
-        ais = [*cli, "compare", path, "--classes", "1-5", "--methods", "bic,vbem,ais", "--json"]
+        warm("fit --n-classes 3, warm", fit, "< 2")
+        ais = [*cli, "compare", path, "--n-classes", "1-5", "--methods", "bic,vbem,ais", "--json"]
         fresh = Path(tmp) / "fresh"
         rows.append(("compare 1-5 bic,vbem,ais, cold", f"{timed(ais, fresh)[0]:.2f}", "< 15"))
         runs = [timed(ais, fresh) for _ in range(args.repeat)]
         rows.append(("compare 1-5 bic,vbem,ais, warm", spread([r[0] for r in runs]), "< 5"))
         ais_out = json.loads(runs[-1][1])
-        default = [*cli, "compare", path, "--classes", "1-5", "--json"]
+        default = [*cli, "compare", path, "--n-classes", "1-5", "--json"]
         timed(default, cache)
         default_out = json.loads(warm("compare 1-5 (default: SMC route), warm", default,
                                       "< 5"))

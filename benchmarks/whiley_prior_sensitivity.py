@@ -141,7 +141,7 @@ def evidence_check(data: lcb.Dataset, args) -> dict[int, tuple[float, float]]:
     """``{K: (ln p(y | K), its standard error)}`` by AIS (``lcb.compare``, the same
     Dirichlet(1) priors): an independent route to p(K | y) of the RJMCMC run."""
     top = 4 if args.quick else 8
-    table = lcb.compare(data, classes=range(1, top + 1), methods="ais", seed=args.seed,
+    table = lcb.compare(data, n_classes=range(1, top + 1), methods="ais", seed=args.seed,
                         progress=False).to_frame()
     return {int(k): (float(e), float(se)) for k, e, se in
             zip(range(1, top + 1), table["log_evidence"], table["ais_stderr"].fillna(0.0),

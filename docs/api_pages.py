@@ -24,7 +24,7 @@ def identifier(name: str) -> str:
 
 def file_name(name: str) -> str:
     """The page file of public name ``name``: ``NAME.md``, or ``NAME-class.md`` for a class
-    whose name differs from a function's only in case (``Diagnostics``, ``diagnostics``), so
+    whose name differs from a function's only in case (such as ``Foo`` beside ``foo``), so
     that the pages also coexist on case-insensitive file systems."""
     twins = [n for n in lcbayes.API if n != name and n.lower() == name.lower()]
     return f"{name}-class.md" if twins and name[0].isupper() else f"{name}.md"

@@ -22,7 +22,7 @@ from .structure import MAX_ENUMERATED_STATES, Structure
 __all__ = ["dag", "hlc", "latent_class"]
 
 
-def latent_class(data: Dataset, n_classes: int, name: str = "class") -> Structure:
+def latent_class(data: Dataset, n_classes: int, *, name: str = "class") -> Structure:
     """A latent class model: one hidden class ``name`` with every data column as a child.
 
     ``n_classes = 1`` is the independence model. The dimension is

@@ -43,7 +43,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import pandas as pd
 
@@ -129,7 +129,7 @@ class _Source(NamedTuple):
     (decompressed), ``path`` the file (``None`` for standard input)."""
 
     name: str
-    open: Callable[[], BinaryIO]
+    open: Callable[[], IO[bytes]]
     path: Path | None
 
 
@@ -157,7 +157,7 @@ def _source(path: str | Path) -> _Source:
         name, raw, file = "standard input", (lambda: io.BytesIO(data)), None
     else:
         file, name = _checked_path(path)
-        raw = functools.partial(file.open, "rb")
+        raw = functools.partial(file.open, "rb")  # type: ignore[assignment]  # mypy misses "rb"
     try:
         with raw() as stream:
             head = stream.read(8)
@@ -170,12 +170,13 @@ def _source(path: str | Path) -> _Source:
         return _Source(name, raw, file)
     if kind == "zip":
         return _Source(name, functools.partial(_zip_member, raw, name), file)
-    opener = {"gzip": lambda f: gzip.GzipFile(fileobj=f), "bz2": bz2.BZ2File,
-              "xz": lzma.LZMAFile}[kind]
+    openers: dict[str, Callable[[IO[bytes]], Any]] = {
+        "gzip": lambda f: gzip.GzipFile(fileobj=f), "bz2": bz2.BZ2File, "xz": lzma.LZMAFile}
+    opener = openers[kind]
     return _Source(name, lambda: opener(raw()), file)
 
 
-def _zip_member(raw: Callable[[], BinaryIO], name: str) -> BinaryIO:
+def _zip_member(raw: Callable[[], IO[bytes]], name: str) -> IO[bytes]:
     """The one file of a zip archive, open."""
     archive = zipfile.ZipFile(raw())
     members = [m for m in archive.namelist() if not m.endswith("/")]
@@ -226,7 +227,8 @@ def _check_text(lines: Iterable[str], name: str, sep: str, allow_ragged: bool) -
     if dupes:
         raise DataError(f"{name} has duplicate column names {dupes}: rename them so each is "
                         "unique")
-    long, short = [], []
+    long: list[int] = []
+    short: list[int] = []
     for fields in reader:
         if fields and len(fields) != len(header):
             (long if len(fields) > len(header) else short).append(reader.line_num)

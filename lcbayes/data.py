@@ -31,6 +31,7 @@ import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -75,6 +76,10 @@ class Dataset:
     labels: tuple[tuple[Hashable, ...], ...]
     patterns: np.ndarray
     counts: np.ndarray
+    if TYPE_CHECKING:  # private state, set by _fill
+        _pattern_form: bool
+        _codes: np.ndarray | None
+        _pattern_index: np.ndarray | None
 
     def __init__(self, codes: np.ndarray, columns: tuple[str, ...],
                  labels: tuple[tuple[Hashable, ...], ...]) -> None:
@@ -246,21 +251,21 @@ class Dataset:
     def codes(self) -> np.ndarray:
         """``(n_rows, n_columns)`` int32 codes, ``-1`` = missing (made once in the pattern
         form: each pattern repeated by its count, in pattern order)."""
-        if self._codes is None:
+        if (codes := self._codes) is None:
             codes = np.repeat(self.patterns, self.counts.astype(np.int64), axis=0)
             codes.setflags(write=False)
             object.__setattr__(self, "_codes", codes)
-        return self._codes
+        return codes
 
     @property
     def pattern_index(self) -> np.ndarray:
         """``(n_rows,)`` index of each row's pattern (made once in the pattern form, without
         the codes)."""
-        if self._pattern_index is None:
+        if (index := self._pattern_index) is None:
             index = np.repeat(np.arange(self.n_patterns), self.counts.astype(np.int64))
             index.setflags(write=False)
             object.__setattr__(self, "_pattern_index", index)
-        return self._pattern_index
+        return index
 
     @property
     def n_rows(self) -> int:
@@ -318,7 +323,7 @@ class Dataset:
     def with_categories(self, categories: Mapping[str, Sequence[Hashable]]) -> Dataset:
         """The same values coded against other labels (``{column: labels}``, e.g. a model's:
         the rows may lack some of them); a value outside them is a :class:`DataError`."""
-        mappings = {j: None for j in range(self.n_columns)}
+        mappings: dict[int, np.ndarray | None] = {j: None for j in range(self.n_columns)}
         labels = list(self.labels)
         for j, name in enumerate(self.columns):
             if name not in categories or tuple(categories[name]) == self.labels[j]:

@@ -36,10 +36,12 @@ from functools import lru_cache, partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 
 from .errors import StructureError
 from .inference import log_marginal
 from .params import random_params
+from .render import JSONRecord
 from .structure import Structure
 from .validation import Seed, check_seed, check_structure, numpy_rng
 
@@ -64,7 +66,7 @@ _SUBSET_DOUBLINGS = 4
 
 
 @dataclass(frozen=True)
-class DimensionResult:
+class DimensionResult(JSONRecord):
     """What :func:`effective_dimension_details` found.
 
     Attributes:
@@ -77,7 +79,7 @@ class DimensionResult:
         ranks: the rank found at each random point evaluated (evaluation stops once a rank
             reaches ``upper_bound``).
         singular_values: the singular values, descending, at the point that gave ``dimension``.
-        tolerance: the absolute threshold applied to ``singular_values``.
+        threshold: the absolute threshold applied to ``singular_values``.
     """
 
     dimension: int
@@ -88,7 +90,22 @@ class DimensionResult:
     n_rows: int
     ranks: tuple[int, ...]
     singular_values: np.ndarray
-    tolerance: float
+    threshold: float
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per singular value (descending) at the point that gave ``dimension``:
+        ``index`` (from 1), ``singular_value`` and ``counted`` (above ``threshold``)."""
+        return pd.DataFrame({"index": np.arange(1, len(self.singular_values) + 1),
+                             "singular_value": self.singular_values,
+                             "counted": self.singular_values > self.threshold})
+
+    def summary(self) -> str:
+        """The dimension against its bounds, and how it was found."""
+        return (f"Effective dimension {self.dimension} of {self.n_parameters} free parameters "
+                f"(upper bound {self.upper_bound}; {self.n_configurations} observed "
+                f"configurations)\n  {self.method} Jacobian of {self.n_rows} rows; ranks at the "
+                f"points evaluated: {', '.join(map(str, self.ranks)) or 'none'}; threshold "
+                f"{self.threshold:.3g}")
 
 
 def effective_dimension(
@@ -242,7 +259,7 @@ def _random_configurations(cards: tuple[int, ...], n: int, rng: np.random.Genera
         index = rng.choice(total, size=n, replace=False)
         return np.stack(np.unravel_index(index, cards), axis=1)
     seen: dict[bytes, None] = {}
-    rows = []
+    rows: list[np.ndarray] = []
     while len(rows) < n:  # collisions are vanishingly rare in a space this large
         for row in rng.integers(0, cards, size=(n, len(cards))):
             key = row.tobytes()

@@ -124,7 +124,7 @@ def unique_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return codes[order[start]], index, np.diff(np.append(start, codes.shape[0]))
 
 
-def key_groups(cardinalities: Sequence[int]) -> list[slice]:
+def key_groups(cardinalities: Sequence[int] | np.ndarray) -> list[slice]:
     """Consecutive groups of columns, each of which has a 63-bit :func:`pattern_keys`."""
     groups, start, size = [], 0, 1.0
     for j, card in enumerate(cardinalities):
@@ -139,10 +139,16 @@ def grouped_keys(codes: np.ndarray, cardinalities: Sequence[int]) -> np.ndarray:
     """``(rows, groups)`` int64: the :func:`pattern_keys` of each of the :func:`key_groups`;
     the rows of keys sort (lexicographically) as the rows of codes do."""
     cards = np.asarray(cardinalities, dtype=np.int64)
-    return np.stack([pattern_keys(codes[:, g], cards[g]) for g in key_groups(cards)], axis=1)
+    keys = []
+    for g in key_groups(cards):
+        key = pattern_keys(codes[:, g], cards[g])
+        assert key is not None  # key_groups keeps every group's keys within 63 bits
+        keys.append(key)
+    return np.stack(keys, axis=1)
 
 
-def pattern_keys(codes: np.ndarray, cardinalities: Sequence[int]) -> np.ndarray | None:
+def pattern_keys(codes: np.ndarray, cardinalities: Sequence[int] | np.ndarray
+                 ) -> np.ndarray | None:
     """Each row of ``codes`` (``-1 .. r_j - 1`` in column ``j``) as one int64 in mixed radix
     ``r_j + 1`` (first column most significant, codes shifted by one so that -1 sorts first):
     keys sort as the rows do and are the same in every chunk of a file. None when the rows are
@@ -269,7 +275,7 @@ def _normalise_object(value: object, name: str) -> Hashable:
                 f"column {name!r} has non-integer number {value!r}; bin it first "
                 "(e.g. pandas.cut) or leave it out of columns"
             )
-        return int(value)
+        return int(value)  # type: ignore[call-overload]  # typeshed: Real has no __int__
     if isinstance(value, Hashable):
         return value
     raise DataError(f"column {name!r} holds unhashable values like {value!r}")

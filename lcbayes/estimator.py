@@ -59,7 +59,7 @@ class LatentClassModel(ClusterMixin, DensityMixin, BaseEstimator):
 
     def __init__(self, n_classes: int = 2, *, restarts: int = 10, seed: Seed = 0,
                  prior: PriorSpec = None, tol: float = 1e-8, max_iter: int = 2000,
-                 algorithm: str | None = None):
+                 algorithm: str = "squarem"):
         self.n_classes = n_classes
         self.restarts = restarts
         self.seed = seed

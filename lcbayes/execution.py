@@ -46,7 +46,7 @@ class Executor(Protocol):
     parallelism: int
 
     def map(self, fn: Callable, tasks: Sequence, shared: Mapping[str, Any] | None = None,
-            progress: bool = False, desc: str = "tasks") -> list: ...
+            *, progress: bool = False, desc: str = "tasks") -> list: ...
 
 
 class SerialExecutor:
@@ -55,7 +55,7 @@ class SerialExecutor:
     parallelism = 1
 
     def map(self, fn: Callable, tasks: Sequence, shared: Mapping[str, Any] | None = None,
-            progress: bool = False, desc: str = "tasks") -> list:
+            *, progress: bool = False, desc: str = "tasks") -> list:
         bar = new_bar(total=len(tasks), desc=desc, unit="task", disable=not progress, log_every=0,
                       file=sys.stderr)
         out = []
@@ -92,7 +92,7 @@ class DaskExecutor:
         return held[1]
 
     def map(self, fn: Callable, tasks: Sequence, shared: Mapping[str, Any] | None = None,
-            progress: bool = False, desc: str = "tasks") -> list:
+            *, progress: bool = False, desc: str = "tasks") -> list:
         scattered = {name: self.scatter(value) for name, value in (shared or {}).items()}
         bar = new_bar(total=len(tasks), desc=desc, unit="task", disable=not progress, log_every=0,
                       file=sys.stderr)

@@ -30,14 +30,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .dimension import effective_dimension_details
+from .render import JSONRecord
 from .structure import Structure
 from .validation import Seed, check_int, check_seed, check_structure
 
-__all__ = ["Identifiability", "identifiable"]
+__all__ = ["IdentifiabilityResult", "identifiable"]
 
 
 @dataclass(frozen=True)
-class Identifiability:
+class IdentifiabilityResult(JSONRecord):
     """Whether a structure is generically locally identifiable (truthy when it is).
 
     Attributes:
@@ -66,21 +67,6 @@ class Identifiability:
         """``n_parameters - rank``: the directions the data cannot tell apart locally."""
         return self.n_parameters - self.rank
 
-    def to_dict(self) -> dict:
-        """JSON-ready; :meth:`from_dict` reads it back."""
-        return {"identifiable": self.identifiable, "rank": self.rank,
-                "n_parameters": self.n_parameters, "observed_dof": self.observed_dof,
-                "necessary_condition": self.necessary_condition, "method": self.method}
-
-    @classmethod
-    def from_dict(cls, spec: dict) -> Identifiability:
-        """The result of :meth:`to_dict`."""
-        return cls(identifiable=bool(spec["identifiable"]), rank=int(spec["rank"]),
-                   n_parameters=int(spec["n_parameters"]),
-                   observed_dof=int(spec["observed_dof"]),
-                   necessary_condition=bool(spec["necessary_condition"]),
-                   method=str(spec["method"]))
-
     def summary(self) -> str:
         """A short printout."""
         verdict = ("generically locally identifiable" if self.identifiable else
@@ -95,7 +81,7 @@ class Identifiability:
 
 
 def identifiable(structure: Structure, *, seed: Seed = 0, n_points: int = 3,
-                 max_rows: int = 4096) -> Identifiability:
+                 max_rows: int = 4096) -> IdentifiabilityResult:
     """Whether ``structure`` is generically locally identifiable (module docstring): the
     regular rank of the Jacobian of the observed distribution, from ``n_points`` random points
     (:func:`lcbayes.dimension.effective_dimension_details`, reproducible from ``seed``), equals
@@ -108,7 +94,7 @@ def identifiable(structure: Structure, *, seed: Seed = 0, n_points: int = 3,
         max_rows: observed configurations up to which the whole Jacobian is used.
 
     Returns:
-        An :class:`Identifiability`, truthy when identifiable.
+        An :class:`IdentifiabilityResult`, truthy when identifiable.
     """
     check_structure(structure)
     seed = check_seed(seed)
@@ -117,7 +103,7 @@ def identifiable(structure: Structure, *, seed: Seed = 0, n_points: int = 3,
     details = effective_dimension_details(structure, seed=seed, n_points=n_points,
                                           max_rows=max_rows)
     dof = details.n_configurations - 1
-    return Identifiability(identifiable=details.dimension == details.n_parameters,
+    return IdentifiabilityResult(identifiable=details.dimension == details.n_parameters,
                            rank=details.dimension, n_parameters=details.n_parameters,
                            observed_dof=dof, necessary_condition=dof >= details.n_parameters,
                            method=details.method)

@@ -5,9 +5,9 @@ them (Mplus, Latent GOLD, poLCA, tidyLPA), beside the evidence.
   the natural-log evidence scale of :mod:`lcbayes.scores` (higher is better; the deviance scale
   of Mplus and poLCA is ``-2 x`` these, :func:`lcbayes.to_deviance_scale`).
 * :func:`classification_quality`: relative entropy, average posterior probabilities, the
-  classification table, smallest class shares (:class:`ClassificationQuality`).
+  classification table, smallest class shares (:class:`ClassificationQualityResult`).
 * :func:`goodness_of_fit`: G^2 and Pearson X^2 against the saturated multinomial with poLCA's
-  conventions (:class:`GoodnessOfFit`).
+  conventions (:class:`GoodnessOfFitResult`).
 * :func:`bivariate_residuals`: Latent GOLD's BVR for every pair of items.
 * :func:`fit_indices`: all of them for an :class:`~lcbayes.EMResult`, JSON-ready.
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,16 +42,16 @@ from . import scores
 from .errors import ArgumentError
 from .inference import hidden_posteriors, log_marginal
 from .params import to_tables
-from .render import json_value
+from .render import JSONRecord, json_value
 from .structure import Structure
 from .validation import check_structure, data_for
 
-__all__ = ["MAX_ENUMERATED_CELLS", "ClassificationQuality", "GoodnessOfFit",
+__all__ = ["MAX_ENUMERATED_CELLS", "ClassificationQualityResult", "GoodnessOfFitResult",
            "bivariate_residuals", "classification_quality", "fit_indices", "goodness_of_fit",
            "information_criteria"]
 
 #: Above this many cells the full table is not enumerated: the share of cells with an expected
-#: count below 5 is then a lower bound (:attr:`GoodnessOfFit.share_expected_below_5`).
+#: count below 5 is then a lower bound (:attr:`GoodnessOfFitResult.share_expected_below_5`).
 MAX_ENUMERATED_CELLS = 2**18
 #: The note on sparse tables appears when more than this share of cells expects fewer than 5.
 SPARSE_SHARE = 0.2
@@ -78,14 +78,8 @@ def information_criteria(loglik: float, n_parameters: int, n_rows: int) -> dict[
             "abic": scores.abic(loglik, d, n), "caic": scores.caic(loglik, d, n)}
 
 
-class _JSONMixin:
-    def to_dict(self) -> dict:
-        """The fields as JSON-ready values (arrays as lists, NaN as ``None``)."""
-        return json_value({f.name: getattr(self, f.name) for f in fields(self)})
-
-
 @dataclass(frozen=True)
-class ClassificationQuality(_JSONMixin):
+class ClassificationQualityResult(JSONRecord):
     """How well the rows are assigned to the states of one hidden node (the class of a latent
     class model), from their posterior probabilities ``p_ik`` over the ``N`` rows with an
     observed value. Rows are assigned to their modal state (the first on a tie, as poLCA).
@@ -124,9 +118,23 @@ class ClassificationQuality(_JSONMixin):
     smallest_modal_share: float
     n_rows: int
 
+    def to_frame(self) -> pd.DataFrame:
+        """One row per ``class`` (from 1): shares, average posterior, table row (``to_1``...)."""
+        table = {f"to_{j + 1}": column for j, column in enumerate(self.classification_table.T)}
+        return pd.DataFrame({"class": np.arange(1, len(table) + 1), "share": self.class_shares,
+                             "modal_count": self.modal_counts, "modal_share": self.modal_shares,
+                             "average_posterior": self.average_posterior, **table})
+
+    def summary(self) -> str:
+        """Entropy, relative entropy, the smallest shares and the average posteriors."""
+        shares = ", ".join(f"{p:.3f}" for p in self.average_posterior)
+        return (f"Classification of {self.n_rows} rows: entropy {self.entropy:.4f} nats, entropy "
+                f"R^2 {self.entropy_r2:.3f}; smallest class share {self.smallest_class_share:.3f} "
+                f"(modal {self.smallest_modal_share:.3f})\n  average posteriors by class: {shares}")
+
 
 @dataclass(frozen=True)
-class GoodnessOfFit(_JSONMixin):
+class GoodnessOfFitResult(JSONRecord):
     """G^2 and Pearson X^2 of the fitted model against the saturated multinomial, exactly as
     poLCA 1.6 computes them (its ``Gsq``, ``Chisq`` and ``resid.df``; Linzer & Lewis 2011):
 
@@ -168,6 +176,12 @@ class GoodnessOfFit(_JSONMixin):
     share_is_exact: bool
     note: str
 
+    def summary(self) -> str:
+        """The statistics with their p-values, and the note."""
+        return (f"G^2 = {self.g2:.4f} (p {self.p_value_g2:.4f}), X^2 = {self.chi2:.4f} (p "
+                f"{self.p_value_chi2:.4f}), df = {self.df}; {self.n_complete_rows} complete rows in"
+                f" {self.n_observed_cells} of {self.n_cells} cells{self.note and '; '}{self.note}")
+
 
 # ---------------------------------------------------------------------- model probabilities
 def _lc_tables(structure: Structure, params: Mapping[str, Any]
@@ -175,6 +189,7 @@ def _lc_tables(structure: Structure, params: Mapping[str, Any]
     """``(pi (K,), [theta_j (K, r_j)])`` of a latent class model, as NumPy arrays."""
     to_tables(structure, params)  # checks that every CPT is there with its shape
     k = structure.n_classes
+    assert k is not None  # a latent class structure has a number of classes
     weights = np.asarray(params[structure.nodes[structure.root]], dtype=np.float64).reshape(k)
     items = [np.asarray(params[structure.nodes[i]], dtype=np.float64).reshape(k, -1)
              for i in structure.observed_nodes]
@@ -213,11 +228,11 @@ def _setup(structure, params, data):
 
 # ---------------------------------------------------------------------- classification
 def classification_quality(structure: Structure, params: Mapping[str, Any], data, *,
-                           node: str | None = None) -> ClassificationQuality:
+                           node: str | None = None) -> ClassificationQualityResult:
     """Classification quality of the states of hidden ``node`` (default: the class of a
     latent class model, the root of an HLC tree, the only hidden node of a DAG) under the
     fitted ``params``, over the rows of ``data`` with an observed value (missing items summed
-    out); see :class:`ClassificationQuality` for every field and its definition."""
+    out); see :class:`ClassificationQualityResult` for every field and its definition."""
     structure, data = _setup(structure, params, data)
     hidden = [structure.nodes[h] for h in structure.hidden_nodes]
     if node is None:
@@ -251,7 +266,7 @@ def classification_quality(structure: Structure, params: Mapping[str, Any], data
         table = table_counts / modal_counts[:, None]
     table[modal_counts == 0] = np.nan
     modal_shares = modal_counts / n if n else np.full(k, np.nan)
-    return ClassificationQuality(
+    return ClassificationQualityResult(
         entropy=entropy,
         entropy_r2=1.0 if k == 1 or n == 0 else 1.0 - entropy / (n * math.log(k)),
         class_shares=np.asarray(shares, dtype=np.float64), modal_counts=modal_counts,
@@ -273,9 +288,10 @@ def _all_cells(cards: tuple[int, ...]) -> np.ndarray:
     return np.indices(cards).reshape(len(cards), -1).T
 
 
-def goodness_of_fit(structure: Structure, params: Mapping[str, Any], data) -> GoodnessOfFit:
+def goodness_of_fit(structure: Structure, params: Mapping[str, Any],
+                    data) -> GoodnessOfFitResult:
     """G^2, Pearson X^2 and residual df of the fitted ``params`` on ``data`` with poLCA's
-    conventions (complete rows only for the table; see :class:`GoodnessOfFit`)."""
+    conventions (complete rows only for the table; see :class:`GoodnessOfFitResult`)."""
     structure, data = _setup(structure, params, data)
     cards = tuple(structure.cardinalities[i] for i in structure.observed_nodes)
     n_cells = math.prod(cards)
@@ -311,7 +327,7 @@ def goodness_of_fit(structure: Structure, params: Mapping[str, Any], data) -> Go
     if df <= 0:
         notes.append(f"df = {df}: the model has at least as many free parameters as the table "
                      "has free cells, so it is not tested")
-    return GoodnessOfFit(
+    return GoodnessOfFitResult(
         g2=g2, chi2=chi2, df=int(df), p_value_g2=_chi2_tail(g2, df),
         p_value_chi2=_chi2_tail(chi2, df), n_cells=int(n_cells),
         n_observed_cells=int(patterns.shape[0]), n_complete_rows=n_complete, n_rows=n_rows,
@@ -371,7 +387,8 @@ def fit_indices(fit, data) -> dict:
     data it was fitted to, JSON-ready: :func:`information_criteria`, ``"goodness_of_fit"``,
     ``"classification"`` (``None`` for a structure without a default hidden node) and
     ``"bivariate_residuals"`` (a list of records)."""
-    out = information_criteria(fit.loglik, fit.n_parameters, fit.n_observed_rows)
+    out: dict[str, Any] = information_criteria(fit.loglik, fit.n_parameters,
+                                               fit.n_observed_rows)
     out["goodness_of_fit"] = goodness_of_fit(fit.structure, fit.params, data).to_dict()
     try:
         out["classification"] = classification_quality(fit.structure, fit.params,

@@ -233,8 +233,8 @@ def _covariance(structure, tables, data, method, warn):
     return jacobian @ inverse @ jacobian.T
 
 
-def standard_errors(structure: Structure, params: Mapping[str, Any], data,
-                    method: Method = "empirical", *, warn: bool = True
+def standard_errors(structure: Structure, params: Mapping[str, Any], data, *,
+                    method: Method = "empirical", warn: bool = True
                     ) -> dict[str, np.ndarray]:
     """Standard errors of every CPT entry of a maximum-likelihood estimate.
 
@@ -276,11 +276,11 @@ def fit_standard_errors(fit, data, method: Method = "empirical", *, warn: bool =
                       "information at the MAP estimate, not from the posterior",
                       StandardErrorWarning, stacklevel=2)
         warn = False  # the score is not zero at a MAP estimate; said already
-    return standard_errors(fit.structure, fit.params, data, method, warn=warn)
+    return standard_errors(fit.structure, fit.params, data, method=method, warn=warn)
 
 
 # ---------------------------------------------------------------------------- checks
-def boundary_entries(structure: Structure, params: Mapping[str, Any],
+def boundary_entries(structure: Structure, params: Mapping[str, Any], *,
                      threshold: float = BOUNDARY) -> list[str]:
     """The CPT entries of ``params`` below ``threshold`` (on the boundary; an entry at 1 has
     its row's others at 0), as ``"node='category' | parent configuration"`` (e.g.

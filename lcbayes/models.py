@@ -35,7 +35,7 @@ __all__ = ["LOGLIK_SITE", "numpyro_model"]
 LOGLIK_SITE = "log_likelihood"
 
 
-def numpyro_model(structure: Structure, prior: PriorSpec = "dirichlet") -> Callable:
+def numpyro_model(structure: Structure, *, prior: PriorSpec = "dirichlet") -> Callable:
     """A NumPyro model function ``model(data: Dataset | None = None)`` for ``structure``.
 
     Args:

@@ -13,10 +13,9 @@ with their parent axes flattened in C order).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, overload
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
@@ -44,7 +43,7 @@ Params = dict[str, Any]
 PriorSpec = None | str | float | Mapping[str, Any]
 
 
-def to_tables(structure: Structure, params: Mapping[str, Any], xp=jnp) -> tuple[jax.Array, ...]:
+def to_tables(structure: Structure, params: Mapping[str, Any], xp=jnp) -> tuple[Any, ...]:
     """CPTs as ``(q_i, r_i)`` tables in node order (``xp=np``: NumPy arrays, no JAX program)."""
     missing = [n for n in structure.nodes if n not in params]
     if missing:
@@ -74,7 +73,7 @@ def probability_tables(structure: Structure, params: Mapping[str, Any], name: st
     return tables
 
 
-def from_tables(structure: Structure, tables: tuple[Any, ...]) -> Params:
+def from_tables(structure: Structure, tables: Sequence[Any]) -> Params:
     """``(q_i, r_i)`` tables back to ``{node: CPT}`` as NumPy arrays."""
     return {
         name: np.asarray(t).reshape(structure.cpt_shape(i))
@@ -83,7 +82,7 @@ def from_tables(structure: Structure, tables: tuple[Any, ...]) -> Params:
 
 
 def dirichlet_prior(
-    structure: Structure, concentration: float | Mapping[str, Any] = 1.0
+    structure: Structure, *, concentration: float | Mapping[str, Any] = 1.0
 ) -> Params:
     """Dirichlet pseudo-counts for every CPT row.
 
@@ -117,6 +116,13 @@ def dirichlet_prior(
     return prior
 
 
+@overload
+def prior_tables(structure: Structure, prior: None) -> None: ...
+@overload
+def prior_tables(structure: Structure, prior: str | float | Mapping[str, Any]
+                 ) -> tuple[np.ndarray, ...]: ...
+@overload
+def prior_tables(structure: Structure, prior: PriorSpec) -> tuple[np.ndarray, ...] | None: ...
 def prior_tables(structure: Structure, prior: PriorSpec) -> tuple[np.ndarray, ...] | None:
     """Resolve a ``prior=`` argument to ``(q_i, r_i)`` pseudo-count tables (``None`` = no prior)."""
     if prior is None:
@@ -129,7 +135,7 @@ def prior_tables(structure: Structure, prior: PriorSpec) -> tuple[np.ndarray, ..
         prior = 1.0
     if isinstance(prior, bool) or not isinstance(prior, Mapping | int | float):
         raise StructureError(f"prior must be None, 'dirichlet', a number or a dict, got {prior!r}")
-    full = dirichlet_prior(structure, prior)
+    full = dirichlet_prior(structure, concentration=prior)
     return tuple(
         full[n].reshape(structure.n_configs(i), structure.cardinalities[i])
         for i, n in enumerate(structure.nodes)
@@ -147,7 +153,7 @@ def proper_prior_tables(structure: Structure, prior: PriorSpec, engine: str
     return lambdas
 
 
-def dirichlet_log_density(tables: tuple[Any, ...], alphas: tuple[Any, ...]) -> float:
+def dirichlet_log_density(tables: Sequence[Any], alphas: Sequence[Any]) -> float:
     """``sum_rows ln Dir(theta_row | lambda_row)`` (Beal & Ghahramani eq. 3), zeros allowed
     where ``lambda = 1``. Plain NumPy: it is evaluated once per result, never in a loop."""
     total = 0.0
@@ -158,8 +164,8 @@ def dirichlet_log_density(tables: tuple[Any, ...], alphas: tuple[Any, ...]) -> f
     return total
 
 
-def log_prior(structure: Structure, params: Mapping[str, Any], prior: PriorSpec = "dirichlet"
-              ) -> float:
+def log_prior(structure: Structure, params: Mapping[str, Any], *,
+              prior: PriorSpec = "dirichlet") -> float:
     """Log density of ``params`` under the Dirichlet ``prior`` (in the simplex basis)."""
     alphas = prior_tables(structure, prior)
     if alphas is None:

@@ -13,22 +13,29 @@ from __future__ import annotations
 import base64
 import html
 import importlib.metadata
+import inspect
 import io
 import math
 import os
 import platform
+import sys
 import textwrap
+import types
+import typing
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ._version import __version__
 
-__all__ = ["CSS", "TEXT_WIDTH", "data_uri", "fmt", "fmt_setting", "html_document", "html_figure",
-           "html_table", "json_value", "kv_table", "matrix_lines", "md_escape", "md_table",
-           "plural", "png", "text_html", "text_table", "versions", "wrap", "write_bytes",
+__all__ = ["CSS", "TEXT_WIDTH", "JSONRecord", "data_uri", "fmt", "fmt_setting", "from_json",
+           "html_document", "html_figure", "html_table", "json_value", "kv_table",
+           "matrix_lines", "md_escape", "md_table", "plural", "png", "record_dict", "record_frame",
+           "record_from_dict", "text_html", "text_table", "versions", "wrap", "write_bytes",
            "write_text"]
 
 #: Columns of plain-text output (tables, flags and notes of the command line).
@@ -70,7 +77,7 @@ def fmt_setting(value) -> str:
     if isinstance(value, list | tuple):
         return ", ".join(fmt_setting(v) for v in value)
     if isinstance(value, float | np.floating) and math.isfinite(value) and value.is_integer() \
-            and abs(value) < 1e15:
+            and abs(float(value)) < 1e15:
         return str(int(value))
     if isinstance(value, float | np.floating):
         return f"{float(value):.6g}"
@@ -101,6 +108,118 @@ def json_value(value):
         return int(value)
     if isinstance(value, float | np.floating):
         return float(value) if math.isfinite(value) else None
+    return value
+
+
+# ---------------------------------------------------------------------- result records
+def record_dict(record, **tags) -> dict:
+    """The fields of the dataclass ``record`` after ``tags`` (e.g. ``method="blrt"``) as
+    JSON-ready values (:func:`json_value`; a nested result or structure as its ``to_dict()``);
+    :func:`record_from_dict` reads them back."""
+    def plain(value):
+        return value.to_dict() if hasattr(value, "to_dict") else value
+
+    return json_value({**tags, **{f.name: plain(getattr(record, f.name))
+                                  for f in fields(record)}})
+
+
+def record_from_dict(cls, spec: Mapping, **given):
+    """The dataclass ``cls`` of :func:`record_dict` (e.g. after a JSON round trip): every
+    field read back by its annotation (:func:`from_json`), except those ``given`` as they are;
+    a field missing from ``spec`` takes its default, keys of ``spec`` that are no field (the
+    tags) are left out."""
+    values = dict(given)
+    for f in fields(cls):
+        if f.init and f.name not in values and f.name in spec:
+            values[f.name] = from_json(_field_type(cls, f.name), spec[f.name])
+    return cls(**values)
+
+
+def record_frame(record) -> pd.DataFrame:
+    """One row: the fields of the dataclass ``record`` that hold one number, flag or text."""
+    scalar = (bool, int, float, str, np.bool_, np.integer, np.floating, type(None))
+    return pd.DataFrame([{f.name: getattr(record, f.name) for f in fields(record)
+                          if isinstance(getattr(record, f.name), scalar)}])
+
+
+class JSONRecord:
+    """``to_dict`` / ``from_dict`` / ``to_frame`` of a frozen dataclass result whose fields are
+    numbers, text, arrays and tuples (:func:`record_dict`, :func:`record_from_dict`,
+    :func:`record_frame`); a result overrides what it shows otherwise."""
+
+    def to_dict(self) -> dict:
+        """Every field as JSON-ready values (arrays as lists, NaN as ``None``);
+        :meth:`from_dict` reads it back."""
+        return record_dict(self)
+
+    @classmethod
+    def from_dict(cls, spec: Mapping) -> typing.Self:
+        """The result of :meth:`to_dict` (e.g. after a JSON round trip): the same numbers."""
+        return record_from_dict(cls, spec)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row: the fields that hold one number, flag or text."""
+        return record_frame(self)
+
+
+def _field_type(cls, name: str):
+    """The annotation of field ``name`` of ``cls``, evaluated where it was written."""
+    for base in cls.__mro__:
+        annotation = inspect.get_annotations(base).get(name)
+        if annotation is not None:
+            if isinstance(annotation, str):  # postponed (from __future__ import annotations)
+                annotation = eval(annotation, vars(sys.modules[base.__module__]))
+            return annotation
+    return Any
+
+
+def _member(members: Sequence, value):
+    """The member of a union annotation that the JSON ``value`` was written from."""
+    def shape(tp):
+        origin = typing.get_origin(tp) or tp
+        if origin in (tuple, list) or tp is np.ndarray:
+            return list
+        if origin is dict or hasattr(tp, "from_dict"):
+            return dict
+        return tp
+
+    kind = {bool: bool, int: int, float: float, str: str, list: list, dict: dict}.get(
+        type(value))
+    candidates = [kind] + ([float] if kind is int else [])
+    return next((m for want in candidates for m in members if shape(m) is want), members[0])
+
+
+def from_json(tp, value):
+    """A JSON ``value`` (:func:`json_value`) back as the annotation ``tp`` says: ``None`` as
+    NaN where a float is due, lists as arrays (NaN for ``None``) or tuples, mapping keys as
+    integers where annotated so, a nested result or structure by its ``from_dict``; an
+    annotation it does not know keeps ``value`` as it is."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        if value is None:
+            return None if len(members) < len(args) else from_json(members[0], None)
+        return from_json(_member(members, value), value)
+    if tp is float:
+        return math.nan if value is None else float(value)
+    if tp in (int, bool, str):
+        return tp(value)
+    if tp is np.ndarray:
+        array = np.asarray(value)
+        return np.asarray(value, dtype=np.float64) if array.dtype == object else array
+    if origin is tuple and args:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(from_json(args[0], v) for v in value)
+        return tuple(from_json(a, v) for a, v in zip(args, value, strict=True))
+    if origin is dict and args:
+        return {from_json(args[0], k): from_json(args[1], v) for k, v in value.items()}
+    if isinstance(tp, type) and hasattr(tp, "from_dict") and value is not None:
+        return tp.from_dict(value)
+    if isinstance(tp, type) and issubclass(tp, tuple) and hasattr(tp, "_fields"):
+        hints = {name: _field_type(tp, name) for name in tp._fields}  # a NamedTuple
+        return tp(**{name: from_json(hints[name], value[name]) for name in tp._fields})
+    if origin in (tuple, list) or tp in (tuple, list):
+        return (origin or tp)(value)
     return value
 
 

@@ -36,7 +36,7 @@ from .data import Dataset
 from .errors import DataError, StructureError
 from .render import plural
 
-__all__ = ["KINDS", "MAX_ENUMERATED_STATES", "Structure"]
+__all__ = ["KINDS", "MAX_ENUMERATED_STATES", "Structure", "json_label"]
 
 #: The DAG engine enumerates the joint states of the hidden nodes (and of observed nodes that
 #: are parents); above this many states it refuses the structure.
@@ -225,7 +225,7 @@ class Structure:
                     "cardinality": self.cardinalities[i],
                     "hidden": self.hidden[i],
                     "parents": [self.nodes[p] for p in self.parents[i]],
-                    "labels": [_json_label(label) for label in self.labels[i]],
+                    "labels": [json_label(label) for label in self.labels[i]],
                 }
                 for i in range(self.n_nodes)
             ],
@@ -271,7 +271,7 @@ class Structure:
             raise StructureError(f"{exc}; build the structure from this data set") from None
 
 
-def _json_label(label: Hashable):
+def json_label(label: Hashable):
     """A category label as JSON holds it: str, int, float and bool as they are, else text."""
     if isinstance(label, bool | np.bool_):
         return bool(label)

@@ -75,7 +75,8 @@ LONG_FILES = ("test_notebooks.py", "test_notebook_02.py", "test_report_rendering
               "test_vbem.py",
               "test_em.py", "test_compare.py", "test_cli.py", "test_beal_study.py",
               "test_inference.py", "test_ais_numpyro.py", "test_coded.py", "test_gibbs.py",
-              "test_rjmcmc.py", "test_models.py", "test_execution.py")
+              "test_rjmcmc.py", "test_models.py", "test_execution.py",
+              "test_result_contract.py")
 
 
 #: Past this many memory mappings a worker drops its compiled programs (below).

@@ -137,7 +137,7 @@ def test_same_seed_same_numbers_and_seeds_differ():
 def test_bad_arguments_are_refused():
     structure, data = _simulated(_lc2, [2, 2, 2], 20, seed=8)
     for kwargs in ({"chains": 0}, {"chains": 2.5}, {"temperatures": 0}, {"kernel": "hmc"},
-                   {"blocks": "rows"}, {"schedule": "cubic"}, {"schedule": [0.0, 0.7, 0.5, 1]},
+                   {"update": "rows"}, {"schedule": "cubic"}, {"schedule": [0.0, 0.7, 0.5, 1]},
                    {"concentration": (0.0, 1.0)}, {"prior": None}):
         with pytest.raises(lcb.LcbayesError):
             lcb.ais(structure, data, **kwargs)

@@ -138,6 +138,7 @@ def test_posterior_of_k_matches_the_enumeration_of_every_allocation():
     assert np.abs(sampled - enumerated).max() < 0.03
 
 
+@pytest.mark.slow  # a long tempered run compared with the exact power posterior: 10 s
 def test_one_heated_replica_samples_the_power_posterior_of_k():
     """A single replica at heat 1/2 (no cold one): its K follows the enumerated power
     posterior sum_z p(K) p(z | K) F_h(z), so the tempered ejection / absorption ratios and the
@@ -286,15 +287,15 @@ def test_command_line_allocation_sampler(capsys, small_csv):
     path = small_csv
     tiny = ["--max-classes", "3", "--draws", "200", "--warmup", "20", "--chains", "2",
             "--heats", "2"]
-    code = main(["rjmcmc", str(path), "--sampler", "allocation", *tiny, "--json"])
+    code = main(["rjmcmc", str(path), "--method", "allocation", *tiny, "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["sampler"] == "allocation" and out["heats"] == [1.0, 0.4]
     assert set(out["acceptance"]) == set(out["proposed"]) == {"eject", "absorb", "swap"}
     assert abs(sum(out["posterior_k"].values()) - 1.0) < 1e-9
-    main(["rjmcmc", str(path), "--sampler", "allocation", *tiny])
+    main(["rjmcmc", str(path), "--method", "allocation", *tiny])
     assert "Allocation sampler (heats 1, 0.4)" in capsys.readouterr().out
     assert main(["rjmcmc", str(path), "--heats", "2"]) == 2
-    assert "--heats is an option of --sampler allocation" in capsys.readouterr().err
+    assert "--heats is an option of --method allocation" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------- slow

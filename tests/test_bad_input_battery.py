@@ -49,7 +49,7 @@ FILES = {   # name: (file name, content, reads?)
 def test_a_file_reads_or_gives_one_line_and_exit_2(tmp_path, capsys, case):
     name, content, reads = FILES[case]
     path = _write(tmp_path, name, content)
-    status = main(["fit", path, "--classes", "1"])
+    status = main(["fit", path, "--n-classes", "1"])
     out, err = capsys.readouterr()
     errors = [line for line in err.splitlines() if line.startswith("lcbayes: error:")]
     assert "Traceback" not in err
@@ -60,11 +60,11 @@ def test_a_file_reads_or_gives_one_line_and_exit_2(tmp_path, capsys, case):
 
 
 ARGS = {   # name: (arguments after the good file, or a replacement path)
-    "classes 0": ["--classes", "0"],
-    "classes text": ["--classes", "two"],
-    "restarts negative": ["--classes", "2", "--restarts", "-1"],
-    "seed negative": ["--classes", "2", "--seed", "-5"],
-    "unknown column": ["--classes", "2", "--columns", "A,Z"],
+    "classes 0": ["--n-classes", "0"],
+    "classes text": ["--n-classes", "two"],
+    "restarts negative": ["--n-classes", "2", "--restarts", "-1"],
+    "seed negative": ["--n-classes", "2", "--seed", "-5"],
+    "unknown column": ["--n-classes", "2", "--columns", "A,Z"],
     "structure missing file": ["--structure", "no-such.json"],
     "structure bad kind": ["--structure", "STRUCTURE"],
     "compare unwritable report": None,
@@ -77,10 +77,10 @@ ARGS = {   # name: (arguments after the good file, or a replacement path)
 def test_bad_arguments_give_one_line_and_exit_2(tmp_path, capsys, case):
     good = _write(tmp_path, "good.csv", GOOD)
     structure = _write(tmp_path, "s.json", '{"kind": "tree"}')
-    argv = {"compare unwritable report": ["compare", good, "--classes", "1-2", "--report",
+    argv = {"compare unwritable report": ["compare", good, "--n-classes", "1-2", "--report",
                                           str(tmp_path / "good.csv" / "r.html")],
-            "a folder": ["fit", str(tmp_path), "--classes", "1"],
-            "a missing file": ["fit", str(tmp_path / "none.csv"), "--classes", "1"],
+            "a folder": ["fit", str(tmp_path), "--n-classes", "1"],
+            "a missing file": ["fit", str(tmp_path / "none.csv"), "--n-classes", "1"],
             }.get(case) or ["fit", good, *[structure if a == "STRUCTURE" else a
                                           for a in ARGS[case]]]
     try:

@@ -8,6 +8,7 @@ import dataclasses
 import json
 
 import bench_evidence as bench
+import pytest
 
 from .conftest import data_csv
 
@@ -20,6 +21,7 @@ TINY = dataclasses.replace(
     timing_data=((60, 2),))
 
 
+@pytest.mark.slow  # the whole quick benchmark (every part compiles its programs): 1-1.5 min
 def test_quick_path_writes_every_section_from_saved_parts(tmp_path):
     results, out = tmp_path / "results", tmp_path / "report.md"
     bench.run(TINY, bench.PARTS, seed=0, data_dir=data_csv("election.csv").parent,

@@ -33,7 +33,7 @@ def _run(capsys, *argv):
 
 def test_fit_json_has_the_documented_fields(capsys):
     path = data_csv("carcinoma.csv")
-    status, out, _ = _run(capsys, "fit", str(path), "--classes", "3", "--restarts", "20",
+    status, out, _ = _run(capsys, "fit", str(path), "--n-classes", "3", "--restarts", "20",
                           "--seed", "0", "--json")
     assert status == 0
     result = json.loads(out)
@@ -59,7 +59,7 @@ def test_a_file_read_in_chunks_or_as_parquet_gives_the_same_fit(capsys, tmp_path
     """--chunk-rows reads the CSV in chunks into its distinct patterns (lcb.scan_file), a
     Parquet file is always read so: the same fit as the CSV read whole."""
     path = str(data_csv("carcinoma.csv"))
-    args = ("--classes", "2", "--restarts", "3", "--seed", "1", "--json")
+    args = ("--n-classes", "2", "--restarts", "3", "--seed", "1", "--json")
     whole = json.loads(_run(capsys, "fit", path, *args)[1])
     chunked = json.loads(_run(capsys, "fit", path, "--chunk-rows", "10", *args)[1])
     pytest.importorskip("pyarrow")
@@ -71,13 +71,13 @@ def test_a_file_read_in_chunks_or_as_parquet_gives_the_same_fit(capsys, tmp_path
         assert fit["n_rows"] == whole["n_rows"] and fit["n_patterns"] == whole["n_patterns"]
         assert fit["loglik"] == pytest.approx(whole["loglik"], abs=1e-9)
         assert fit["conditional_probabilities"] == whole["conditional_probabilities"]
-    status, _, err = _run(capsys, "fit", path, "--chunk-rows", "0", "--classes", "2")
+    status, _, err = _run(capsys, "fit", path, "--chunk-rows", "0", "--n-classes", "2")
     assert status == 2 and "chunk_rows" in err and "Traceback" not in err
 
 
 def test_same_seed_same_output(capsys):
     path = str(data_csv("carcinoma.csv"))
-    args = ("fit", path, "--classes", "2", "--restarts", "5", "--seed", "3", "--json")
+    args = ("fit", path, "--n-classes", "2", "--restarts", "5", "--seed", "3", "--json")
     first = json.loads(_run(capsys, *args)[1])
     second = json.loads(_run(capsys, *args)[1])
     first.pop("seconds")
@@ -87,7 +87,7 @@ def test_same_seed_same_output(capsys):
 
 def test_plain_output_reads_like_polca(capsys):
     path = str(data_csv("carcinoma.csv"))
-    status, out, _ = _run(capsys, "fit", path, "--classes", "2", "--columns", "A,B,C,D")
+    status, out, _ = _run(capsys, "fit", path, "--n-classes", "2", "--columns", "A,B,C,D")
     assert status == 0
     assert "Estimated class population shares" in out
     assert "$D" in out and "$E" not in out
@@ -97,7 +97,7 @@ def test_plain_output_reads_like_polca(capsys):
 def test_missing_values_are_used_not_dropped(capsys, tmp_path):
     csv = tmp_path / "gaps.csv"
     csv.write_text("a,b,c\n" + "x,1,yes\n,2,no\n" * 10 + "y,,\n" * 5 + ",,\n")
-    status, out, err = _run(capsys, "fit", str(csv), "--classes", "2", "--json")
+    status, out, err = _run(capsys, "fit", str(csv), "--n-classes", "2", "--json")
     assert status == 0
     result = json.loads(out)
     assert result["n_rows"] == 26 and result["n_observed_rows"] == 25
@@ -120,10 +120,10 @@ def test_structure_file_fits_an_hlc_model(capsys, tmp_path):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--classes", "0"], "n_classes"),
-        (["--classes", "2", "--columns", "A,Z"], "unknown column"),
-        (["--classes", "2", "--restarts", "0"], "restarts"),
-        ([], "--classes"),
+        (["--n-classes", "0"], "n_classes"),
+        (["--n-classes", "2", "--columns", "A,Z"], "unknown column"),
+        (["--n-classes", "2", "--restarts", "0"], "restarts"),
+        ([], "--n-classes"),
     ],
 )
 def test_bad_input_is_one_line_and_status_two(capsys, argv, message):
@@ -137,14 +137,14 @@ def test_bad_input_is_one_line_and_status_two(capsys, argv, message):
 def test_high_cardinality_column_is_refused(capsys, tmp_path):
     csv = tmp_path / "ages.csv"
     csv.write_text("age,x\n" + "".join(f"{20 + i},{i % 2}\n" for i in range(80)))
-    status, _, err = _run(capsys, "fit", str(csv), "--classes", "2")
+    status, _, err = _run(capsys, "fit", str(csv), "--n-classes", "2")
     assert status == 2 and "'age'" in err and "bin" in err
 
 
 def test_console_script_reports_errors_without_traceback(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "lcbayes.cli", "fit", str(tmp_path / "absent.csv"),
-         "--classes", "2"],
+         "--n-classes", "2"],
         capture_output=True, text=True, check=False,
     )
     assert proc.returncode == 2
@@ -161,7 +161,7 @@ def _carcinoma_as(tmp_path, sep=",", encoding="utf-8"):
 
 
 def test_semicolon_and_latin1_files_fit_like_the_original(capsys, tmp_path):
-    argv = ("--classes", "2", "--json", "--restarts", "4")
+    argv = ("--n-classes", "2", "--json", "--restarts", "4")
     _, original, _ = _run(capsys, "fit", str(data_csv("carcinoma.csv")), *argv)
     status, out, err = _run(capsys, "fit", str(_carcinoma_as(tmp_path, ";", "latin-1")), *argv)
     assert status == 0 and "not UTF-8; it was read as cp1252" in err
@@ -182,13 +182,13 @@ def test_semicolon_and_latin1_files_fit_like_the_original(capsys, tmp_path):
 def test_bad_file_options_are_one_line_and_status_two(capsys, tmp_path, encoding, extra,
                                                        message):
     csv = _carcinoma_as(tmp_path, encoding=encoding)
-    status, out, err = _run(capsys, "fit", str(csv), "--classes", "2", *extra)
+    status, out, err = _run(capsys, "fit", str(csv), "--n-classes", "2", *extra)
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and message in err and "Traceback" not in err
 
 
 def test_folder_is_one_line_and_status_two(capsys, tmp_path):
-    status, out, err = _run(capsys, "compare", str(tmp_path), "--classes", "1-2")
+    status, out, err = _run(capsys, "compare", str(tmp_path), "--n-classes", "1-2")
     assert status == 2 and out == ""
     assert err.strip() == f"lcbayes: error: {str(tmp_path)!r} is a folder, not a CSV file; " \
                           "give the file's path"
@@ -197,7 +197,8 @@ def test_folder_is_one_line_and_status_two(capsys, tmp_path):
 def test_more_classes_than_patterns_warns_once_per_size(capsys, tmp_path):
     csv = tmp_path / "two.csv"
     csv.write_text("a,b\n" + "0,0\n1,1\n" * 10)
-    status, _, err = _run(capsys, "compare", str(csv), "--classes", "1-3", "--methods", "bic,vbem")
+    status, _, err = _run(capsys, "compare", str(csv), "--n-classes", "1-3", "--methods",
+                          "bic,vbem")
     assert status == 0
     warnings = [line for line in err.splitlines() if "distinct observed pattern" in line]
     assert warnings == ["lcbayes: warning: hidden node 'class' has 3 states but data has only "
@@ -215,7 +216,7 @@ def test_vbem_json_has_the_bound_and_its_correction(capsys, tmp_path):
     import lcbayes as lcb
 
     csv = _small_csv(tmp_path)
-    status, out, _ = _run(capsys, "fit", str(csv), "--classes", "2", "--method", "vbem",
+    status, out, _ = _run(capsys, "fit", str(csv), "--n-classes", "2", "--method", "vbem",
                           "--seed", "1", "--json")
     assert status == 0
     result = json.loads(out)
@@ -232,7 +233,7 @@ def test_exact_json_has_the_log_evidence(capsys, tmp_path):
     import lcbayes as lcb
 
     csv = _small_csv(tmp_path)
-    status, out, _ = _run(capsys, "fit", str(csv), "--classes", "2", "--method", "exact",
+    status, out, _ = _run(capsys, "fit", str(csv), "--n-classes", "2", "--method", "exact",
                           "--json")
     assert status == 0
     result = json.loads(out)
@@ -240,13 +241,13 @@ def test_exact_json_has_the_log_evidence(capsys, tmp_path):
     assert result["method"] == "exact"
     assert result["log_evidence"] == pytest.approx(
         lcb.exact_evidence(lcb.latent_class(data, 2), data).log_evidence, abs=1e-12)
-    status, out, _ = _run(capsys, "fit", str(csv), "--classes", "2", "--method", "exact")
+    status, out, _ = _run(capsys, "fit", str(csv), "--n-classes", "2", "--method", "exact")
     assert status == 0 and "Exact log evidence" in out
 
 
 def test_too_large_exact_problem_exits_two_with_the_estimate(capsys):
     path = str(data_csv("carcinoma.csv"))
-    status, out, err = _run(capsys, "fit", path, "--classes", "3", "--method", "exact")
+    status, out, err = _run(capsys, "fit", path, "--n-classes", "3", "--method", "exact")
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and "max_terms" in err and "lcb.vbem" in err
 
@@ -265,7 +266,7 @@ def _pattern_csv(tmp_path):
 def test_compare_json_and_reports(capsys, tmp_path):
     csv = _pattern_csv(tmp_path)
     report, md = tmp_path / "out" / "cmp.html", tmp_path / "cmp.md"
-    status, out, err = _run(capsys, "compare", str(csv), "--classes", "1-2", "--methods",
+    status, out, err = _run(capsys, "compare", str(csv), "--n-classes", "1-2", "--methods",
                             "bic,cs,vbem", "--restarts", "3", "--exact", "no", "--json",
                             "--report", str(report), "--markdown", str(md))
     assert status == 0 and err == ""  # no progress bars with --json
@@ -284,7 +285,7 @@ def test_compare_json_and_reports(capsys, tmp_path):
 
 def test_compare_prints_a_readable_table(capsys, tmp_path):
     csv = _pattern_csv(tmp_path)
-    status, out, _ = _run(capsys, "compare", str(csv), "--classes", "1,2", "--methods",
+    status, out, _ = _run(capsys, "compare", str(csv), "--n-classes", "1,2", "--methods",
                           "bic,vbem", "--restarts", "3")
     assert status == 0
     assert "LC(1)" in out and "LC(2)" in out and "BIC" in out and "p(m|y)" in out
@@ -294,12 +295,12 @@ def test_compare_prints_a_readable_table(capsys, tmp_path):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--classes", "5-1"], "runs backwards"),
-        (["--classes", "a-3"], "bad --classes"),
-        (["--classes", "0-2"], ">= 1"),
-        (["--classes", "1-3", "--methods", "bic,laplacian"], "valid methods are"),
-        (["--classes", "1-3", "--columns", "X1,Q"], "unknown column"),
-        ([], "--classes"),
+        (["--n-classes", "5-1"], "runs backwards"),
+        (["--n-classes", "a-3"], "bad --n-classes"),
+        (["--n-classes", "0-2"], ">= 1"),
+        (["--n-classes", "1-3", "--methods", "bic,laplacian"], "valid methods are"),
+        (["--n-classes", "1-3", "--columns", "X1,Q"], "unknown column"),
+        ([], "--n-classes"),
     ],
 )
 def test_compare_bad_input_is_one_line_and_status_two(capsys, tmp_path, argv, message):
@@ -310,7 +311,7 @@ def test_compare_bad_input_is_one_line_and_status_two(capsys, tmp_path, argv, me
 
 
 def test_compare_missing_file_exits_two(capsys, tmp_path):
-    status, out, err = _run(capsys, "compare", str(tmp_path / "absent.csv"), "--classes", "1-2")
+    status, out, err = _run(capsys, "compare", str(tmp_path / "absent.csv"), "--n-classes", "1-2")
     assert status == 2 and out == "" and "no such file" in err and err.count("\n") == 1
 
 
@@ -329,8 +330,8 @@ def test_demo_data_is_the_documented_model():
 # ---------------------------------------------------------------------- readable output
 def test_compare_table_fits_100_columns_and_wide_prints_every_column(capsys):
     path = str(data_csv("carcinoma.csv"))
-    argv = ("compare", path, "--classes", "1-5", "--methods", "bic,vbem,ais", "--restarts",
-            "1", "--chains", "4", "--temperatures", "20")
+    argv = ("compare", path, "--n-classes", "1-5", "--methods", "bic,vbem,ais", "--restarts",
+            "1", "--engine-option", "ais.chains=4", "--engine-option", "ais.temperatures=20")
     status, out, _ = _run(capsys, *argv)
     assert status == 0
     assert max(len(line) for line in out.splitlines()) <= 100  # was 141-198
@@ -344,7 +345,7 @@ def test_fit_ais_prints_the_evidence_its_error_ess_and_settings(capsys, tmp_path
     import lcbayes as lcb
 
     csv = _small_csv(tmp_path)
-    argv = ("fit", str(csv), "--classes", "2", "--method", "ais", "--chains", "4",
+    argv = ("fit", str(csv), "--n-classes", "2", "--method", "ais", "--chains", "4",
             "--temperatures", "30", "--seed", "2")
     status, out, _ = _run(capsys, *argv, "--json")
     assert status == 0
@@ -384,26 +385,42 @@ def test_fit_ais_defaults_come_from_the_engine(capsys):
     ],
 )
 def test_fit_refuses_an_option_of_another_method(capsys, tmp_path, argv, message):
-    status, out, err = _run(capsys, "fit", str(_small_csv(tmp_path)), "--classes", "2", *argv)
+    status, out, err = _run(capsys, "fit", str(_small_csv(tmp_path)), "--n-classes", "2", *argv)
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and message in err
 
 
-@pytest.mark.parametrize(("option", "recorded"), [("0.5", 0.5), ("off", None)])
-def test_compare_ais_target_stderr_option(capsys, tmp_path, option, recorded):
+@pytest.mark.parametrize(("options", "recorded"), [
+    (("ais.target_stderr=0.5", "ais.max_chains=12"), {"target_stderr": 0.5, "max_chains": 12}),
+    (("ais.target_stderr=null",), {"target_stderr": None}),
+])
+def test_compare_engine_options_reach_the_engine_and_the_record(capsys, tmp_path, options,
+                                                                recorded):
     csv = _small_csv(tmp_path)
-    status, out, _ = _run(capsys, "compare", str(csv), "--classes", "2", "--methods", "ais",
-                          "--chains", "4", "--temperatures", "8", "--target-stderr", option,
-                          *(["--max-chains", "12"] if recorded else []), "--json")
+    given = [x for o in ("ais.chains=4", "ais.temperatures=8", *options)
+             for x in ("--engine-option", o)]
+    status, out, _ = _run(capsys, "compare", str(csv), "--n-classes", "2", "--methods", "ais",
+                          *given, "--json")
     assert status == 0
     result = json.loads(out)
-    settings = result["metadata"]["settings"]
-    assert settings["ais_target_stderr"] == recorded
-    assert settings["ais_max_chains"] == (12 if recorded else None)
+    assert result["metadata"]["settings"]["engine_options"]["ais"] == {
+        "chains": 4, "temperatures": 8, **recorded}
+    import lcbayes as lcb
+
+    data = lcb.Dataset.from_csv(csv)
+    direct = lcb.ais(lcb.latent_class(data, 2), data, chains=4, temperatures=8, seed=0,
+                     **recorded)
+    assert result["rows"][0]["ais"] == pytest.approx(direct.log_evidence, abs=1e-12)
 
 
-def test_compare_bad_ais_target_stderr_is_one_line(capsys, tmp_path):
-    with pytest.raises(SystemExit) as stop:
-        main(["compare", str(_small_csv(tmp_path)), "--classes", "2", "--target-stderr", "x"])
-    assert stop.value.code == 2
-    assert "expected a number or 'off', got 'x'" in capsys.readouterr().err
+@pytest.mark.parametrize(("option", "message"), [
+    ("ais.chain=4", "engine_options['ais'] has unknown options ['chain']"),
+    ("aiss.chains=4", "engine_options has unknown engines ['aiss']"),
+    ("ais.seed=4", "compare sets for every engine"),
+    ("chains=4", "bad --engine-option 'chains=4': write ENGINE.NAME=VALUE"),
+])
+def test_compare_bad_engine_option_is_one_line(capsys, tmp_path, option, message):
+    status, out, err = _run(capsys, "compare", str(_small_csv(tmp_path)), "--n-classes", "2",
+                            "--engine-option", option)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and message in err

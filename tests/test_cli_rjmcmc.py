@@ -19,7 +19,7 @@ import pytest
 
 from lcbayes.cli import main
 from lcbayes.cli.evidence_route import MIN_SHARE, upper_classes, wanted
-from lcbayes.samplers.results import KMixing
+from lcbayes.samplers.results import KMixingResult
 
 #: The sampler's settings of every successful run (one compiled sampler).
 SAMPLER = ("--max-classes", "4", "--draws", "150", "--warmup", "50", "--chains", "2")
@@ -104,8 +104,8 @@ def test_posterior_of_k_is_a_distribution_whose_mode_is_diagnosed(json_run):
     assert all(p * 300 == pytest.approx(round(p * 300)) for p in post.values())
     assert result["prior_k"] == pytest.approx({k: 0.25 for k in post})
     modal = int(max(post, key=post.get))
-    assert result["modal_k"] == modal == result["diagnostics"]["k"]
-    assert result["relabelling"]["k"] == modal
+    assert result["modal_k"] == modal == result["diagnostics"]["conditioned_on"]
+    assert result["relabelling"]["conditioned_on"] == modal
     assert len(result["relabelling"]["class_weights"]) == modal
     assert sum(result["relabelling"]["class_weights"]) == pytest.approx(1.0)
     # two well-separated classes: the sampler puts most of its mass on K = 2
@@ -163,7 +163,7 @@ def test_same_seed_same_output(capsys, two_class_csv, json_run):
 def test_plain_output_and_reports(capsys, two_class_csv, tmp_path):
     report, md = tmp_path / "sub" / "rj.html", tmp_path / "rj.md"
     status, out, _ = _run(capsys, "rjmcmc", str(two_class_csv), *SETTINGS, "--columns",
-                          "a,b,c,d", "--relabel", "ecr", "--report", str(report),
+                          "a,b,c,d", "--relabel-method", "ecr", "--report", str(report),
                           "--markdown", str(md))
     assert status == 0 and not out.lstrip().startswith("{")
     assert "Posterior of the number of classes K:" in out
@@ -193,7 +193,7 @@ def test_k_mixing_verdict_is_in_the_json_with_the_numbers_of_k(json_run, two_cla
     if not mixing["mixed"]:  # 2 x 150 draws: the bulk ESS of k is far below 100
         assert mixing["suggested_draws"] >= 2 * 150
         assert f"--draws {mixing['suggested_draws']}" in mixing["warning"]
-        assert f"lcbayes compare {two_class_csv} --classes 1-4" in mixing["warning"]
+        assert f"lcbayes compare {two_class_csv} --n-classes 1-4" in mixing["warning"]
 
 
 def _numbers(pattern: str, text: str) -> tuple[float, ...]:
@@ -247,7 +247,7 @@ def test_report_of_a_modal_k_of_one_shows_every_k(capsys, noise_csv, tmp_path):
     status, out, err = _run(capsys, "rjmcmc", str(noise_csv), *SETTINGS, "--prior-k",
                             "poisson", "--seed", "0", "--report", str(report))
     assert status == 0, err
-    assert "draws with k = 1:" in out  # the modal K is 1: the case of the report's failure
+    assert "draws with K = 1:" in out  # the modal K is 1: the case of the report's failure
     assert re.findall(r"^ +(\d) +0\.\d{3} +[\d.]+", out, re.MULTILINE) == ["1", "2", "3", "4"]
     text = report.read_text()
     assert text.count("data:image/png;base64,") == 4
@@ -285,7 +285,7 @@ def test_missing_file_exits_two(capsys, tmp_path):
 #: The settings of every run of the evidence route: one seed, so the same K are compared and
 #: the comparison compiles once, and a time budget spent at once, so that every K gets the
 #: fewest SMC runs (two) whatever the machine's speed: the same table every time.
-ROUTE_SEED = ("--seed", "3", "--time-budget", "0.01", "--smc-particles", "32")
+ROUTE_SEED = ("--seed", "3", "--time-limit", "0.01", "--engine-option", "smc.particles=32")
 
 
 @pytest.fixture(scope="module")
@@ -306,8 +306,8 @@ def test_a_sampler_that_does_not_mix_runs_the_evidence_route(route_json):
     assert route["methods"] == ["bic", "vbem", "smc"] and route["believe"] == "evidence"
     shares = {int(k): p for k, p in result["posterior_k"].items()}
     upper = upper_classes(shares, 4)
-    assert route["classes"] == list(range(1, upper + 1))
-    assert [row["K"] for row in route["rows"]] == route["classes"]
+    assert route["n_classes"] == list(range(1, upper + 1))
+    assert [row["K"] for row in route["rows"]] == route["n_classes"]
     posterior = [row["posterior"] for row in route["rows"]]
     assert sum(posterior) == pytest.approx(1.0)
     for row in route["rows"]:
@@ -318,10 +318,11 @@ def test_a_sampler_that_does_not_mix_runs_the_evidence_route(route_json):
     assert posterior[0] < 1e-6 and posterior[1] > 0.2
     # the table is the comparison's, whose uniform prior of K is the sampler's here
     rows = route["comparison"]["rows"]
-    assert [r["name"] for r in rows] == [f"LC({k})" for k in route["classes"]]
+    assert [r["name"] for r in rows] == [f"LC({k})" for k in route["n_classes"]]
     assert [r["posterior_prob"] for r in rows] == pytest.approx(posterior)
     settings = route["comparison"]["metadata"]["settings"]
-    assert (settings["time_budget"], settings["smc_particles"]) == (0.01, 32)  # passed on
+    assert settings["time_limit"] == 0.01  # passed on
+    assert settings["engine_options"]["smc"] == {"particles": 32}
     assert "Believe the evidences, not the sampler" in route["verdict"]
     assert "believe the posterior of K from the evidences" in result["k_mixing"]["warning"]
 
@@ -330,7 +331,7 @@ def test_the_evidence_route_is_printed_beside_the_sampler_and_says_what_to_belie
         capsys, two_class_csv, route_json):
     status, out, err = _run(capsys, "rjmcmc", str(two_class_csv), *SAMPLER, *ROUTE_SEED)
     assert status == 0
-    upper = route_json["evidence"]["classes"][-1]
+    upper = route_json["evidence"]["n_classes"][-1]
     assert f"Posterior of K from the evidences (K = 1..{upper}; bic, vbem, smc;" in out
     assert out.index("Posterior of the number of classes K:") < out.index("from the evidences")
     table = re.findall(r"^ +(\d) +-[\d.]+ +\S+ +(\w+) +([\d.]+) \[([\d.]+), ([\d.]+)\] +"
@@ -357,7 +358,7 @@ def test_evidence_no_prints_only_the_warning_as_before(capsys, two_class_csv):
     assert status == 0
     assert "from the evidences" not in out and "Believe" not in out
     (line,) = [line for line in err.splitlines() if "did not mix" in line]
-    assert "--draws " in line and f"lcbayes compare {two_class_csv} --classes 1-4" in line
+    assert "--draws " in line and f"lcbayes compare {two_class_csv} --n-classes 1-4" in line
 
 
 def test_evidence_yes_runs_the_route_and_says_it_was_asked_for(capsys, two_class_csv,
@@ -370,9 +371,9 @@ def test_evidence_yes_runs_the_route_and_says_it_was_asked_for(capsys, two_class
     assert route["rows"] == route_json["evidence"]["rows"]  # the same seed, the same table
 
 
-def _verdict(reliable: bool, ceiling: float = 0.0) -> KMixing:
+def _verdict(reliable: bool, ceiling: float = 0.0) -> KMixingResult:
     """A mixing verdict: chains that mixed in K (``reliable``) or did not."""
-    return KMixing(r_hat=1.0 if reliable else 1.3, ess_bulk=400.0 if reliable else 10.0,
+    return KMixingResult(r_hat=1.0 if reliable else 1.3, ess_bulk=400.0 if reliable else 10.0,
                    split=0.1, merge=0.1, draws=1000, max_classes=6, ceiling_share=ceiling,
                    ceiling_rising=True)
 
@@ -399,22 +400,24 @@ def test_the_route_compares_one_k_beyond_what_the_sampler_saw(shares, upper):
 
 def test_the_warning_points_to_the_evidences_when_they_were_computed():
     verdict = _verdict(reliable=False)
-    assert "lcbayes compare d.csv --classes 1-6" in verdict.warning("d.csv")
-    pointed = verdict.warning("d.csv", evidence_classes=5)
+    assert "lcbayes compare d.csv --n-classes 1-6" in verdict.warning(data_name="d.csv")
+    pointed = verdict.warning(data_name="d.csv", evidence_classes=5)
     assert "believe the posterior of K from the evidences of K = 1..5" in pointed
     assert f"rerun with --draws {verdict.suggested_draws}" in pointed
     assert "compare" not in pointed
-    assert _verdict(reliable=True).warning("d.csv", evidence_classes=5) is None
+    assert _verdict(reliable=True).warning(data_name="d.csv", evidence_classes=5) is None
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--time-budget", "0"], "--time-budget must be a positive number of seconds"),
-        (["--time-budget", "nan"], "--time-budget must be a positive number of seconds"),
-        (["--time-budget", "5", "--evidence", "no"], "--evidence no turns off"),
-        (["--smc-particles", "3"], "--smc-particles must be at least 4, got 3"),
-        (["--smc-particles", "64", "--evidence", "no"], "--smc-particles is for the evidence"),
+        (["--time-limit", "0"], "--time-limit must be a positive number of seconds"),
+        (["--time-limit", "nan"], "--time-limit must be a positive number of seconds"),
+        (["--time-limit", "5", "--evidence", "no"], "--evidence no turns off"),
+        (["--engine-option", "smc.particle=64"],
+         "engine_options['smc'] has unknown options ['particle']"),
+        (["--engine-option", "smc.particles=64", "--evidence", "no"],
+         "--engine-option is for the evidence"),
     ],
 )
 def test_bad_route_options_are_one_line_and_status_two_before_sampling(capsys, two_class_csv,

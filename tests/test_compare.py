@@ -55,22 +55,22 @@ def uniform() -> lcb.Dataset:
 
 
 @pytest.fixture(scope="module")
-def main(two_class) -> lcb.Comparison:
-    return lcb.compare(two_class, classes=range(1, 4), methods=NO_AIS, restarts=3, seed=0,
+def main(two_class) -> lcb.ComparisonResult:
+    return lcb.compare(two_class, n_classes=range(1, 4), methods=NO_AIS, restarts=3, seed=0,
                        progress=False)
 
 
 @pytest.fixture(scope="module")
-def exact_comp(uniform) -> lcb.Comparison:
-    return lcb.compare(uniform, classes=[1, 2], methods=("bic", "cs", "vbem"), restarts=3,
+def exact_comp(uniform) -> lcb.ComparisonResult:
+    return lcb.compare(uniform, n_classes=[1, 2], methods=("bic", "cs", "vbem"), restarts=3,
                        seed=0, exact=True, progress=False)
 
 
 @pytest.fixture(scope="module")
-def short_ais(two_class) -> lcb.Comparison:
+def short_ais(two_class) -> lcb.ComparisonResult:
     """AIS with 4 temperatures on 300 rows: far too short."""
-    return lcb.compare(two_class, classes=[1], methods=("vbem", "ais"), restarts=3, seed=0,
-                       ais_chains=8, ais_temperatures=4, progress=False)
+    return lcb.compare(two_class, n_classes=[1], methods=("vbem", "ais"), restarts=3, seed=0,
+                       engine_options={"ais": {"chains": 8, "temperatures": 4}}, progress=False)
 
 
 # ---------------------------------------------------------------------- the table
@@ -140,7 +140,7 @@ def test_two_separated_classes_are_chosen(main):
 
 
 def test_same_seed_same_table(main, two_class, capsys):
-    again = lcb.compare(two_class, classes=range(1, 4), methods=NO_AIS, restarts=3, seed=0,
+    again = lcb.compare(two_class, n_classes=range(1, 4), methods=NO_AIS, restarts=3, seed=0,
                         progress=False)
     assert capsys.readouterr().err == ""  # progress=False is silent
     pd.testing.assert_frame_equal(main.to_frame().drop(columns="seconds"),
@@ -148,7 +148,7 @@ def test_same_seed_same_table(main, two_class, capsys):
 
 
 def test_progress_bar_goes_to_stderr(uniform, capsys):
-    lcb.compare(uniform, classes=[1], methods=("bic",), restarts=3, progress=True)
+    lcb.compare(uniform, n_classes=[1], methods=("bic",), restarts=3, progress=True)
     assert "compare" in capsys.readouterr().err
 
 
@@ -233,11 +233,11 @@ def test_bad_input_is_refused_with_a_clear_message(two_class, uniform):
     with pytest.raises(lcb.LcbayesError, match="exactly one of candidates"):
         lcb.compare(two_class)
     with pytest.raises(lcb.LcbayesError, match="exactly one of candidates"):
-        lcb.compare(two_class, [lc2], classes=[1])
+        lcb.compare(two_class, [lc2], n_classes=[1])
     with pytest.raises(lcb.LcbayesError, match="candidates is empty"):
         lcb.compare(two_class, [])
     with pytest.raises(lcb.LcbayesError, match=r"valid methods are bic, bic_e.*ais"):
-        lcb.compare(two_class, classes=[1], methods=["bic", "laplacian"])
+        lcb.compare(two_class, n_classes=[1], methods=["bic", "laplacian"])
     with pytest.raises(lcb.LcbayesError, match="same structure"):
         lcb.compare(two_class, [lc2, lcb.latent_class(two_class, 2)])
     other = lcb.Dataset.from_codes(np.array([[0, 1], [1, 0]]), columns=["X1", "Z"])
@@ -247,18 +247,20 @@ def test_bad_input_is_refused_with_a_clear_message(two_class, uniform):
         lcb.compare(two_class, [lc2, lcb.latent_class(two_class.select(["X1", "X2", "X3"]),
                                                       2)])
     with pytest.raises(lcb.LcbayesError, match="classes must be integers >= 1"):
-        lcb.compare(two_class, classes=[0, 1])
+        lcb.compare(two_class, n_classes=[0, 1])
     with pytest.raises(lcb.LcbayesError, match="exact must be"):
-        lcb.compare(two_class, classes=[1], exact="yes")
+        lcb.compare(two_class, n_classes=[1], exact="yes")
     with pytest.raises(lcb.TooLargeError, match="LC\\(2\\)"):
-        lcb.compare(two_class, classes=[2], methods=("bic",), exact=True)
+        lcb.compare(two_class, n_classes=[2], methods=("bic",), exact=True)
     assert set(selectable_methods()) >= {"bic", "bic_e", "aic", "icl", "cs", "vbem", "ais"}
 
 
 # ---------------------------------------------------------------------- reports
 def test_to_dict_is_strict_json(main):
     out = json.loads(json.dumps(main.to_dict(), allow_nan=False))
-    assert set(out) == {"rows", "metadata"} and len(out["rows"]) == 3
+    assert set(out) == {"rows", "metadata", "fits", "data"} and len(out["rows"]) == 3
+    assert {k: out[k] for k in ("rows", "metadata")} == json.loads(json.dumps(
+        main.summary_dict(), allow_nan=False))  # what the command line prints
     assert out["rows"][1]["exact"] is None and out["rows"][2]["flags"] == ["bic_singular"]
     meta = out["metadata"]
     assert meta["seeds"]["em"] == 0 and meta["settings"]["restarts"] == 3
@@ -292,7 +294,7 @@ def test_summary_is_a_readable_table(main):
     text = main.summary()
     assert "LC(2)" in text and "BIC" in text and "bic_singular" in text
     assert "Highest log evidence: LC(2)" in text
-    assert repr(main).startswith("Comparison(3 candidates")
+    assert repr(main).startswith("ComparisonResult(3 candidates")
 
 
 def test_ais_dominated_by_few_chains_is_flagged(short_ais):
@@ -304,7 +306,7 @@ def test_ais_dominated_by_few_chains_is_flagged(short_ais):
 
 
 # ---------------------------------------------------------------------- readable output
-def _first(comp: lcb.Comparison, n: int) -> lcb.Comparison:
+def _first(comp: lcb.ComparisonResult, n: int) -> lcb.ComparisonResult:
     """The comparison of the first ``n`` candidates only (the same engine results)."""
     return dataclasses.replace(comp, names=comp.names[:n], structures=comp.structures[:n],
                                fits={k: v[:n] for k, v in comp.fits.items()},
@@ -347,7 +349,7 @@ def test_best_at_the_largest_k_suggests_a_wider_range(main, tmp_path):
     assert edge.best == "LC(2)" and edge.best_is_largest
     assert edge.wider_classes() == range(1, 6)
     meta = json.loads(json.dumps(edge.to_dict()))["metadata"]
-    assert meta["best_is_largest"] is True and "--classes 1-5" in meta["notes"][0]
+    assert meta["best_is_largest"] is True and "--n-classes 1-5" in meta["notes"][0]
     assert "Note: LC(2), the largest number of classes compared" in edge.summary()
     assert "> **Note**: LC(2)" in edge.to_markdown()
     html = edge.to_html(tmp_path / "edge.html").read_text()
@@ -362,8 +364,8 @@ def test_reports_have_settings_versions_and_the_class_profiles(main, tmp_path):
         for item in ("survey.csv", "distinct patterns", "bic, bic_e, aic, icl, cs, vbem",
                      "em 0, vbem 0", "lcbayes ", "jax ", "numpyro "):
             assert item in text, item
-        assert "200000.000" not in text and "max_terms = 200000" in text.replace(
-            "<tr><th>max_terms</th><td>", "max_terms = ")
+        assert "200000.000" not in text and "exact.max_terms = 200000" in text.replace(
+            "<tr><th>exact.max_terms</th><td>", "exact.max_terms = ")
     assert "<img alt='class_profiles'" in html
     assert (tmp_path / "r-class-profiles.png").read_bytes()[:4] == b"\x89PNG"
     from lcbayes.comparison.figures import figures
@@ -396,9 +398,9 @@ def test_the_scores_axis_leaves_out_a_far_candidate(main):
 def test_the_table_does_not_depend_on_the_threads(two_class, main):
     """The needs run as tasks on threads in an order that depends on timing (VBEM after EM,
     AIS beside them); every number depends on the seed alone."""
-    serial = lcb.compare(two_class, classes=range(1, 4), methods=NO_AIS, restarts=3, seed=0,
+    serial = lcb.compare(two_class, n_classes=range(1, 4), methods=NO_AIS, restarts=3, seed=0,
                          progress=False, workers=1)
-    wide = lcb.compare(two_class, classes=range(1, 4), methods=NO_AIS, restarts=3, seed=0,
+    wide = lcb.compare(two_class, n_classes=range(1, 4), methods=NO_AIS, restarts=3, seed=0,
                        progress=False, workers=5)
     columns = [c for c in main.to_frame().columns if c != "seconds"]
     for other in (serial, wide):

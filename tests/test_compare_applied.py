@@ -24,8 +24,8 @@ def two_classes():
 
 
 def test_lmr_and_blrt_columns_are_the_tests_on_the_candidates_fits(two_classes):
-    comp = lcb.compare(two_classes, classes=[1, 2, 3], methods=["bic", "lmr", "blrt"],
-                       blrt_replicates=19, seed=0, progress=False)
+    comp = lcb.compare(two_classes, n_classes=[1, 2, 3], methods=["bic", "lmr", "blrt"],
+                       engine_options={"blrt": {"replicates": 19}}, seed=0, progress=False)
     frame = comp.to_frame()
     assert np.isnan(frame["lmr_p"].iloc[0]) and np.isnan(frame["blrt_p"].iloc[0])
     assert frame["lmr_p"].iloc[1] < 1e-6 and frame["blrt_p"].iloc[1] == pytest.approx(1 / 20)
@@ -34,13 +34,13 @@ def test_lmr_and_blrt_columns_are_the_tests_on_the_candidates_fits(two_classes):
     assert frame["lmr_p"].iloc[1] == pytest.approx(direct.p_value)
     assert frame["vlmr_p"].iloc[1] == pytest.approx(direct.p_value_unadjusted)
     assert frame["blrt_p"].iloc[2] > 0.05  # a third class is not supported
-    assert "rank_lmr" not in frame and comp.settings["blrt_replicates"] == 19
+    assert "rank_lmr" not in frame and comp.settings["engine_options"]["blrt"] == {"replicates": 19}
     page = applied_table(comp)
     assert "BLRT p" in page and "LMR p" in page and "aBIC" in page and "entropy" not in page
 
 
 def test_report_has_the_applied_table_and_the_elbow_plot(two_classes, tmp_path):
-    comp = lcb.compare(two_classes, classes=[1, 2, 3], methods=["bic", "abic", "caic",
+    comp = lcb.compare(two_classes, n_classes=[1, 2, 3], methods=["bic", "abic", "caic",
                                                                   "entropy"], progress=False)
     html = comp.to_html(tmp_path / "r.html").read_text()
     assert "As applied papers report it" in html and "alt='elbow'" in html
@@ -52,8 +52,9 @@ def test_report_has_the_applied_table_and_the_elbow_plot(two_classes, tmp_path):
 def test_cli_compare_applied_methods(two_classes, tmp_path, capsys):
     path = tmp_path / "d.csv"
     two_classes.to_pandas().to_csv(path, index=False)
-    assert main(["compare", str(path), "--classes", "1-3", "--methods",
-                 "bic,abic,caic,entropy,lmr,blrt", "--blrt-replicates", "9", "--wide"]) == 0
+    assert main(["compare", str(path), "--n-classes", "1-3", "--methods",
+                 "bic,abic,caic,entropy,lmr,blrt", "--engine-option", "blrt.replicates=9",
+                 "--wide"]) == 0
     out = capsys.readouterr().out
     assert "LMR p" in out and "BLRT p" in out and "aBIC" in out and "entropy R2" in out
 
@@ -61,7 +62,7 @@ def test_cli_compare_applied_methods(two_classes, tmp_path, capsys):
 def test_an_elbow_line_hidden_under_another_says_so(two_classes):
     from lcbayes.comparison.figures import _elbow_figure
 
-    comp = lcb.compare(two_classes, classes=[1, 2, 3], methods=["bic", "bic_e"],
+    comp = lcb.compare(two_classes, n_classes=[1, 2, 3], methods=["bic", "bic_e"],
                        progress=False)
     frame = comp.to_frame()
     assert np.allclose(frame["bic"], frame["bic_e"])      # d_e = d: the lines coincide

@@ -24,9 +24,9 @@ def two_class() -> lcb.Dataset:
 
 
 @pytest.fixture(scope="module")
-def comp(two_class) -> lcb.Comparison:
-    return lcb.compare(two_class, classes=[1, 2], methods=("vbem", "smc"), restarts=2, seed=0,
-                       smc_particles=64, smc_runs=3, progress=False)
+def comp(two_class) -> lcb.ComparisonResult:
+    return lcb.compare(two_class, n_classes=[1, 2], methods=("vbem", "smc"), restarts=2, seed=0,
+                       engine_options={"smc": {"particles": 64, "runs": 3}}, progress=False)
 
 
 def _result(run_smc, run_bridge) -> lcb.SMCResult:
@@ -52,7 +52,7 @@ def test_columns_and_the_evidence_of_each_row(comp):
     assert two["evidence_method"] == "smc"
     assert two["log_evidence"] == two["smc_evidence"]
     assert two["smc_evidence"] >= two["elbo"]  # F is a lower bound
-    assert comp.settings["smc_runs"] == 3 and comp.seeds["smc"] == 0
+    assert comp.settings["engine_options"]["smc"]["runs"] == 3 and comp.seeds["smc"] == 0
     assert comp.fits["smc"][1].runs == 3
 
 
@@ -85,8 +85,9 @@ def test_disagreement_and_missing_estimates_are_flagged(comp):
 
 
 def test_chib_is_the_independent_check(two_class):
-    both = lcb.compare(two_class, classes=[2], methods=("vbem", "smc", "chib"), restarts=2,
-                       seed=0, smc_particles=64, smc_runs=3, exact=False, progress=False)
+    both = lcb.compare(two_class, n_classes=[2], methods=("vbem", "smc", "chib"), restarts=2,
+                       seed=0, engine_options={"smc": {"particles": 64, "runs": 3}},
+                       exact=False, progress=False)
     row = both.to_frame().iloc[0]
     assert abs(row["smc_evidence"] - row["chib"]) < 3 * math.hypot(
         row["smc_evidence_stderr"], row["chib_stderr"]) + 0.05
@@ -96,24 +97,26 @@ def test_chib_is_the_independent_check(two_class):
     assert "chib_disagree" in both.with_fits(chib=(shifted,)).to_frame().iloc[0]["flags"]
 
 
-def test_time_budget_is_shared_and_recorded(two_class):
-    timed = lcb.compare(two_class, classes=[2, 3], methods=("smc",), seed=0, smc_particles=16,
-                        smc_runs=20, time_budget=1e-3, exact=False, progress=False)
-    assert timed.settings["time_budget"] == 1e-3
-    assert all(r.runs == 2 and r.settings["stopped"] == "time_budget"
+def test_time_limit_is_shared_and_recorded(two_class):
+    timed = lcb.compare(two_class, n_classes=[2, 3], methods=("smc",), seed=0,
+                        engine_options={"smc": {"particles": 16, "runs": 20}},
+                        time_limit=1e-3, exact=False, progress=False)
+    assert timed.settings["time_limit"] == 1e-3
+    assert all(r.runs == 2 and r.settings["stopped"] == "time_limit"
                for r in timed.fits["smc"])
-    with pytest.raises(lcb.ArgumentError, match="time_budget"):
-        lcb.compare(two_class, classes=[2], methods=("smc",), time_budget=-1, progress=False)
+    with pytest.raises(lcb.ArgumentError, match="time_limit"):
+        lcb.compare(two_class, n_classes=[2], methods=("smc",), time_limit=-1, progress=False)
 
 
 def test_command_line_options(tmp_path, capsys, two_class):
     path = tmp_path / "d.csv"
     two_class.to_pandas().to_csv(path, index=False)
-    code = cli_main(["compare", str(path), "--classes", "2", "--methods", "smc",
-                     "--smc-particles", "16", "--smc-runs", "2", "--time-budget", "60",
+    code = cli_main(["compare", str(path), "--n-classes", "2", "--methods", "smc",
+                     "--engine-option", "smc.particles=16", "--engine-option", "smc.runs=2",
+                     "--time-limit", "60",
                      "--exact", "no", "--json"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["metadata"]["settings"]["smc_particles"] == 16
-    assert out["metadata"]["settings"]["time_budget"] == 60
+    assert out["metadata"]["settings"]["engine_options"]["smc"] == {"particles": 16, "runs": 2}
+    assert out["metadata"]["settings"]["time_limit"] == 60
     assert out["rows"][0]["evidence_method"] == "smc"

@@ -104,10 +104,10 @@ def test_summary_table_is_az_summary_of_the_relabelled_draws(relabelled):
 def test_rjmcmc_diagnostics_condition_on_the_modal_k_and_report_posterior_k(rj):
     data, diag = rj
     k = data.idata.posterior["k"].values
-    assert diag.k == 3
+    assert diag.conditioned_on == 3
     assert diag.posterior_k == pytest.approx({K: np.mean(k == K) for K in range(1, 6)})
     assert diag.draws.posterior.sizes["class"] == 3
-    assert diag.relabelled.k == 3 and diag.relabelled.method == "ecr"
+    assert diag.relabelled.conditioned_on == 3 and diag.relabelled.method == "ecr"
     assert "k" in diag.table.index
     assert diag.table.loc["k", "r_hat"] == pytest.approx(az.rhat(data.idata, var_names=["k"])
                                                          ["k"].item())
@@ -129,7 +129,7 @@ def test_figures_are_produced(rj):
 
 
 def test_fixed_k_output_has_no_posterior_of_k(relabelled):
-    assert relabelled.posterior_k is None and relabelled.k is None
+    assert relabelled.posterior_k is None and relabelled.conditioned_on is None
     with pytest.raises(LcbayesError, match="no variable 'k'"):
         plot_posterior_k(relabelled.idata)
 
@@ -154,7 +154,7 @@ def test_html_and_markdown_sections_embed_every_figure(rj, tmp_path):
 def test_to_dict_is_json_ready_and_summary_is_readable(rj):
     _, diag = rj
     d = json.loads(json.dumps(diag.to_dict()))
-    assert d["k"] == 3 and sum(d["posterior_k"].values()) == pytest.approx(1)
+    assert d["conditioned_on"] == 3 and sum(d["posterior_k"].values()) == pytest.approx(1)
     assert d["sampler"]["engine"] == "rjmcmc" and d["sampler"]["acceptance"] == {"split": 0.1}
     assert d["summary"]["class_weights[0]"]["r_hat"] == pytest.approx(
         diag.table.loc["class_weights[0]", "r_hat"])
@@ -172,8 +172,8 @@ def test_unknown_relabel_method_raises(stuck):
 
 def test_k_not_visited_raises(rj):
     data, _ = rj
-    with pytest.raises(LcbayesError, match="no draw has k=7"):
-        diagnostics(data.idata, k=7)
+    with pytest.raises(LcbayesError, match="no draw has n_classes=7"):
+        diagnostics(data.idata, n_classes=7)
 
 
 def test_missing_observed_data_raises(stuck):

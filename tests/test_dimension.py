@@ -115,7 +115,7 @@ def test_dimension_never_exceeds_parameters_nor_observed_simplex(cards, n_classe
     assert details.upper_bound == min(parameters, simplex)
     assert details.method == "full" and details.n_rows == math.prod(cards)
     # the rank is the count of singular values above the reported threshold
-    assert np.sum(details.singular_values > details.tolerance) >= details.dimension
+    assert np.sum(details.singular_values > details.threshold) >= details.dimension
 
 
 # ---------------------------------------------------------------------- reproducibility

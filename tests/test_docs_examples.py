@@ -29,7 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The pages whose examples run, in order.
 PAGES = ("README.md", "docs/getting-started.md", "docs/guide/fit.md", "docs/guide/compare.md",
          "docs/guide/evidence.md", "docs/guide/posterior-k.md", "docs/guide/structure-search.md",
+         "docs/guide/fit-indices.md",
          "docs/guide/scale.md", "docs/methods/estimators.md")
+#: An environment variable set for one command: ``LCBAYES_SCHEDULER=tcp://... lcbayes ...``.
+ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 MARKER = re.compile(r"<!-- example-test: (file (?P<file>\S+)|skip \((?P<reason>.+)\)) -->")
 
 
@@ -101,7 +104,9 @@ def test_python_blocks_compile(block):
 @pytest.mark.parametrize("block", runnable("bash"), ids=block_id)
 def test_lcbayes_command_lines_parse(block):
     for command in commands(block):
-        argv = [w for w in shlex.split(command) if "=" not in w.split("/")[0]]  # no VAR=...
+        argv = shlex.split(command)
+        while argv and ENV_ASSIGNMENT.match(argv[0]):  # VAR=value lcbayes ...
+            argv = argv[1:]
         if argv[0] != "lcbayes":
             continue
         try:

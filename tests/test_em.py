@@ -93,7 +93,7 @@ def test_map_softmax_estimate_is_add_lambda_of_expected_counts(small_models):
     for name, table in fit.params.items():
         smoothed = (counts[name] + 1.0) / (counts[name] + 1.0).sum(axis=-1, keepdims=True)
         np.testing.assert_allclose(table, smoothed, atol=2e-4, err_msg=name)
-    assert fit.log_prior == pytest.approx(lcb.log_prior(structure, fit.params, "dirichlet"))
+    assert fit.log_prior == pytest.approx(lcb.log_prior(structure, fit.params, prior="dirichlet"))
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
@@ -259,7 +259,7 @@ def test_two_stage_restarts_keep_the_best_and_stay_monotone(carcinoma):
 def test_squarem_reaches_the_plain_em_fixed_point_in_fewer_iterations(small_models, kind):
     structure, data = small_models[kind]
     plain = lcb.em(structure, data, restarts=2, seed=3, tol=1e-9, max_iter=5000,
-                   acceleration="none")
+                   algorithm="em")
     fast = lcb.em(structure, data, restarts=2, seed=3, tol=1e-9, max_iter=5000)
     assert plain.restart_converged.all() and fast.restart_converged.all()
     # the same maximum; plain EM crawls along a flat ridge and stops a little short of it

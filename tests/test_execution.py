@@ -17,7 +17,7 @@ from lcbayes.execution import SCHEDULER_VARIABLE, DaskExecutor, SerialExecutor, 
 from .conftest import data_csv
 
 #: Small settings (each worker process compiles its own programs).
-COMPARE = {"classes": range(1, 4), "methods": "bic,vbem", "seed": 3, "restarts": 3}
+COMPARE = {"n_classes": range(1, 4), "methods": "bic,vbem", "seed": 3, "restarts": 3}
 BLRT = {"replicates": 60, "restarts": 2, "seed": 5, "sequential": False}
 
 
@@ -101,6 +101,7 @@ def test_compare_on_a_running_scheduler_equals_serial(cluster):
     pd.testing.assert_frame_equal(_table(serial), _table(remote))
 
 
+@pytest.mark.slow  # two clusters compile the BLRT programs afresh (compare covers Dask)
 def test_blrt_on_a_running_scheduler_and_a_local_cluster_equals_serial(cluster):
     data = lcb.Dataset.from_csv(data_csv("carcinoma.csv"))
     serial = lcb.blrt(data, 2, **BLRT)
@@ -114,7 +115,7 @@ def test_blrt_on_a_running_scheduler_and_a_local_cluster_equals_serial(cluster):
 def test_cli_compare_on_a_scheduler_prints_the_serial_table(cluster, capsys):
     from lcbayes.cli import main
     path = str(data_csv("carcinoma.csv"))
-    argv = ["compare", path, "--classes", "1-3", "--methods", "bic,vbem", "--seed", "3",
+    argv = ["compare", path, "--n-classes", "1-3", "--methods", "bic,vbem", "--seed", "3",
             "--restarts", "3", "--json"]
     assert main(argv) == 0
     serial = json.loads(capsys.readouterr().out)["rows"]
@@ -127,10 +128,12 @@ def test_cli_compare_on_a_scheduler_prints_the_serial_table(cluster, capsys):
 
 @pytest.mark.parametrize(("extra", "message"), [
     (["--workers", "0"], "--workers must be at least 1"),
+    (["--executor", "serial", "--scheduler", "tcp://127.0.0.1:1"],
+     "--scheduler runs on Dask: leave out --executor serial"),
 ])
 def test_cli_bad_executor_options_are_one_line(capsys, extra, message):
     from lcbayes.cli import main
-    status = main(["compare", str(data_csv("carcinoma.csv")), "--classes", "1-2",
+    status = main(["compare", str(data_csv("carcinoma.csv")), "--n-classes", "1-2",
                    "--methods", "bic", *extra])
     out, err = capsys.readouterr()
     assert status == 2 and out == ""

@@ -132,7 +132,8 @@ def _path(result) -> list[dict]:
     return [{k: v for k, v in m.items() if k != "seconds"} for m in result.to_dict()["path"]]
 
 
-@pytest.mark.parametrize("lc_bound", [False, pytest.param(True, marks=pytest.mark.slow)])
+@pytest.mark.slow  # the tree search's programs compiled on the cluster's workers: 30 s
+@pytest.mark.parametrize("lc_bound", [False, True])
 def test_learn_tree_on_a_cluster_equals_serial(tree_data, cluster, monkeypatch, lc_bound):
     """Chunks of 4 candidates (several tasks per step): the same path and fit. With the latent
     class bound (slow: it compiles the latent class search here and on a worker), that search
@@ -151,17 +152,19 @@ def test_learn_tree_on_a_cluster_equals_serial(tree_data, cluster, monkeypatch, 
     assert (serial.settings["lc_classes"] is not None) == lc_bound
 
 
-@pytest.mark.parametrize("local", [False, pytest.param(True, marks=pytest.mark.slow)])
+@pytest.mark.slow  # the tree search compiled on the cluster's workers: 15-30 s
+@pytest.mark.parametrize("local", [False, True])
 def test_cli_learn_tree_on_a_cluster_prints_the_serial_best(tree_data, cluster, tmp_path,
                                                             capsys, local):
     """``--scheduler`` (the test's cluster) and, slow (a cluster of its own, whose workers
-    compile afresh), ``--workers 2``."""
+    compile afresh), ``--executor dask --workers 2``."""
     csv = tmp_path / "tree.csv"
     tree_data.to_pandas().to_csv(csv, index=False)
     argv = ["learn", str(csv), "--tree=east", "--no-lc-bound", "--json"]
     assert main(argv) == 0
     serial = json.loads(capsys.readouterr().out)
-    where = ["--workers", "2"] if local else ["--scheduler", cluster.scheduler_address]
+    where = (["--executor", "dask", "--workers", "2"] if local
+             else ["--scheduler", cluster.scheduler_address])
     assert main([*argv, *where]) == 0
     remote = json.loads(capsys.readouterr().out)
     for spec in (serial, remote):
@@ -172,8 +175,10 @@ def test_cli_learn_tree_on_a_cluster_prints_the_serial_best(tree_data, cluster, 
 
 @pytest.mark.parametrize(("extra", "message"), [
     (["--tree", "--workers", "0"], "--workers must be at least 1"),
-    (["--workers", "2"], "--scheduler and --workers work with --tree"),
-    (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler and --workers work with --tree"),
+    (["--workers", "2"], "--executor, --scheduler and --workers work with --tree"),
+    (["--scheduler", "tcp://127.0.0.1:1"], "--executor, --scheduler and --workers work with"),
+    (["--tree", "--executor", "serial", "--scheduler", "tcp://127.0.0.1:1"],
+     "--scheduler runs on Dask: leave out --executor serial"),
 ])
 def test_cli_learn_bad_executor_options_are_one_line(tree_data, tmp_path, capsys, extra,
                                                      message):

@@ -30,7 +30,7 @@ def test_em_result_abic_and_caic(carcinoma):
 
 def test_cli_fit_prints_and_writes_the_indices(capsys):
     path = str(data_csv("carcinoma.csv"))
-    assert main(["fit", path, "--classes", "2"]) == 0
+    assert main(["fit", path, "--n-classes", "2"]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("G^2:"))
     g2, chi2 = (float(line.split()[k]) for k in (1, 3))
@@ -38,7 +38,7 @@ def test_cli_fit_prints_and_writes_the_indices(capsys):
     assert "(residual df 103;" in line
     assert "entropy R^2:" in out
     assert all(len(line) <= 100 for line in out.splitlines())
-    assert main(["fit", path, "--classes", "2", "--json"]) == 0
+    assert main(["fit", path, "--n-classes", "2", "--json"]) == 0
     spec = json.loads(capsys.readouterr().out)
     assert spec["indices"]["goodness_of_fit"]["g2"] == pytest.approx(62.36543, abs=1e-3)
     assert spec["abic"] == pytest.approx(spec["indices"]["abic"])
@@ -46,7 +46,7 @@ def test_cli_fit_prints_and_writes_the_indices(capsys):
 
 
 def test_compare_methods_abic_caic_entropy(carcinoma):
-    comp = lcb.compare(carcinoma, classes=[1, 2, 3], methods=["abic", "caic", "entropy"],
+    comp = lcb.compare(carcinoma, n_classes=[1, 2, 3], methods=["abic", "caic", "entropy"],
                        seed=0)
     frame = comp.to_frame()
     for i, fit in enumerate(comp.em):
@@ -79,9 +79,9 @@ def test_standard_errors_in_the_fit_its_printout_frame_and_json(carcinoma, recwa
 
 def test_cli_fit_standard_errors_option(capsys):
     path = str(data_csv("carcinoma.csv"))
-    assert main(["fit", path, "--classes", "2", "--se", "observed", "--json"]) == 0
+    assert main(["fit", path, "--n-classes", "2", "--se", "observed", "--json"]) == 0
     spec = json.loads(capsys.readouterr().out)
     assert spec["se_method"] == "observed" and "B" in spec["standard_errors"]
-    assert main(["fit", path, "--classes", "2", "--se", "none", "--json"]) == 0
+    assert main(["fit", path, "--n-classes", "2", "--se", "none", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["standard_errors"] is None
-    assert main(["fit", path, "--classes", "2", "--method", "vbem", "--se", "observed"]) == 2
+    assert main(["fit", path, "--n-classes", "2", "--method", "vbem", "--se", "observed"]) == 2

@@ -176,6 +176,7 @@ def _stderrs(draws: np.ndarray) -> tuple[float, float]:
     return s / np.sqrt(n), s * np.sqrt((kurtosis - 1.0) / (4.0 * n))
 
 
+@pytest.mark.slow  # NUTS on the NumPyro model: an experiment, 20 s
 def test_posterior_agrees_with_nuts_on_the_numpyro_model():
     """Means and sds of both classes' parameters (larger class first) under Gibbs and NUTS."""
     structure, data = _problem()

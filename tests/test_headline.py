@@ -19,7 +19,7 @@ APPLIED = "bic,abic,caic,entropy,lmr,blrt"
 
 @pytest.fixture(scope="module")
 def carcinoma_bic(carcinoma):
-    return lcb.compare(carcinoma, classes=range(1, 6), methods=["bic"], seed=0, progress=False)
+    return lcb.compare(carcinoma, n_classes=range(1, 6), methods=["bic"], seed=0, progress=False)
 
 
 def test_a_score_alone_ranks_by_that_score_not_by_lc1s_exact_evidence(carcinoma_bic):
@@ -44,7 +44,7 @@ def test_the_reports_carry_the_same_headline(carcinoma_bic, tmp_path):
 
 
 def test_an_evidence_for_every_candidate_ranks(carcinoma):
-    comp = lcb.compare(carcinoma, classes=[1, 2], methods=["bic", "vbem"], seed=0,
+    comp = lcb.compare(carcinoma, n_classes=[1, 2], methods=["bic", "vbem"], seed=0,
                        progress=False)
     frame = comp.to_frame()
     assert comp.criterion == "log_evidence" and np.isfinite(frame["log_evidence"]).all()
@@ -54,7 +54,7 @@ def test_an_evidence_for_every_candidate_ranks(carcinoma):
 
 
 def test_only_tests_says_that_nothing_ranks(carcinoma):
-    comp = lcb.compare(carcinoma, classes=[1, 2], methods=["lmr"], exact=False, seed=0,
+    comp = lcb.compare(carcinoma, n_classes=[1, 2], methods=["lmr"], exact=False, seed=0,
                        progress=False)
     assert comp.criterion is None and comp.best is None
     assert "No score or log evidence for every candidate." in comp.summary()
@@ -63,8 +63,8 @@ def test_only_tests_says_that_nothing_ranks(carcinoma):
 @pytest.mark.parametrize("methods, criterion", [
     ("bic", "BIC"), (APPLIED, "BIC"), ("caic,lmr,vbem", None)])
 def test_cli_headline_for_each_mix_of_methods(capsys, methods, criterion):
-    code = main(["compare", str(data_csv("carcinoma.csv")), "--classes", "1-4",
-                 "--methods", methods, "--blrt-replicates", "9", "--seed", "0"])
+    code = main(["compare", str(data_csv("carcinoma.csv")), "--n-classes", "1-4",
+                 "--methods", methods, "--engine-option", "blrt.replicates=9", "--seed", "0"])
     out = capsys.readouterr().out
     assert code == 0
     flat = " ".join(out.split())
@@ -84,7 +84,7 @@ def test_cli_headline_for_each_mix_of_methods(capsys, methods, criterion):
 
 def test_a_report_with_the_smc_evidence_draws_its_posterior(carcinoma, tmp_path):
     # the posterior figure coloured bars by a fixed list of methods without smc (KeyError)
-    comp = lcb.compare(carcinoma, classes=[1, 2], methods=["bic", "smc"], seed=0,
+    comp = lcb.compare(carcinoma, n_classes=[1, 2], methods=["bic", "smc"], seed=0,
                        progress=False)
     assert set(comp.to_frame()["evidence_method"]) <= {"smc", "exact"}
     page = comp.to_html(tmp_path / "smc.html").read_text()
@@ -94,7 +94,7 @@ def test_a_report_with_the_smc_evidence_draws_its_posterior(carcinoma, tmp_path)
 def test_the_run_block_lists_only_the_methods_that_ran(carcinoma_bic):
     markdown = carcinoma_bic.to_markdown()
     settings = next(line for line in markdown.splitlines() if line.startswith("**Settings**"))
-    assert "blrt_replicates" not in settings and "ais_chains" not in settings
-    assert "smc_particles" not in settings and "restarts" in settings
+    assert "blrt." not in settings and "ais." not in settings
+    assert "smc." not in settings and "restarts" in settings
     seconds = next(line for line in markdown.splitlines() if line.startswith("**Seconds**"))
     assert "can add up to more than the total" in seconds and "ais =" not in seconds

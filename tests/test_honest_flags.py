@@ -30,19 +30,20 @@ def data() -> lcb.Dataset:
 
 
 @pytest.fixture(scope="module")
-def with_ais(data) -> lcb.Comparison:
-    return lcb.compare(data, classes=[2], methods=("vbem", "ais"), restarts=3, seed=0,
-                       ais_chains=16, ais_temperatures=400, ais_target_stderr=None,
+def with_ais(data) -> lcb.ComparisonResult:
+    return lcb.compare(data, n_classes=[2], methods=("vbem", "ais"), restarts=3, seed=0,
+                       engine_options={"ais": {"chains": 16, "temperatures": 400,
+                                               "target_stderr": None}},
                        exact=False, progress=False)
 
 
 @pytest.fixture(scope="module")
-def with_chib(data) -> lcb.Comparison:
-    return lcb.compare(data, classes=[2], methods=("vbem", "chib"), restarts=3, seed=0,
+def with_chib(data) -> lcb.ComparisonResult:
+    return lcb.compare(data, n_classes=[2], methods=("vbem", "chib"), restarts=3, seed=0,
                        exact=False, progress=False)
 
 
-def _row(comp: lcb.Comparison) -> dict:
+def _row(comp: lcb.ComparisonResult) -> dict:
     return comp.to_frame().iloc[0].to_dict()
 
 

@@ -58,7 +58,7 @@ def test_polytomous_items_and_json_round_trip():
     # parameters, 26 observed degrees of freedom
     result = lcb.identifiable(naive_bayes(3, 2, cards=3))
     assert result and result.rank == 13
-    back = lcb.Identifiability.from_dict(json.loads(json.dumps(result.to_dict())))
+    back = lcb.IdentifiabilityResult.from_dict(json.loads(json.dumps(result.to_dict())))
     assert back == result
 
 

@@ -64,7 +64,7 @@ def test_printing_a_comparison_loads_neither_matplotlib_nor_scipy_stats():
         "import json, sys, numpy as np; import lcbayes as lcb; "
         "d = lcb.Dataset(codes=np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0], [0, 0, 0]] * 5), "
         "columns=('a', 'b', 'c'), labels=((0, 1),) * 3); "
-        "c = lcb.compare(d, classes=[1, 2], methods='bic', restarts=2); "
+        "c = lcb.compare(d, n_classes=[1, 2], methods='bic', restarts=2); "
         "text = c.summary(); "
         "print(json.dumps([m for m in ('matplotlib', 'scipy.stats') if m in sys.modules]))")
     assert loaded == []

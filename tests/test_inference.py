@@ -513,7 +513,7 @@ def test_log_prior_matches_scipy_dirichlet(which):
     def alpha_of(name):
         return alphas.get(name, 1.0)
 
-    close(lcbayes.log_prior(structure, params, prior),
+    close(lcbayes.log_prior(structure, params, prior=prior),
           _scipy_log_prior(structure, params, alpha_of))
     if which == "dirichlet":  # pseudo-count 1: ln of the uniform density, sum_rows ln (r - 1)!
         expected = sum(

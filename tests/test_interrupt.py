@@ -30,8 +30,9 @@ def test_first_ctrl_c_stops_compare_at_once_with_one_line(tmp_path):
     report = tmp_path / "r.html"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lcbayes", "compare", str(csv), "--classes", "1-6",
-         "--methods", "bic,vbem,smc", "--smc-particles", "1024", "--report", str(report)],
+        [sys.executable, "-m", "lcbayes", "compare", str(csv), "--n-classes", "1-6",
+         "--methods", "bic,vbem,smc", "--engine-option", "smc.particles=1024", "--report",
+         str(report)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     time.sleep(12)                      # imports, reading, compiling: work under way
     assert proc.poll() is None, proc.communicate()

@@ -186,7 +186,7 @@ def test_same_seed_same_path(small):
 
 
 def test_standard_fixed_fits_the_given_classes(small):
-    res = lcb.learn_classes(small, method="fixed", classes=2, seed=0)
+    res = lcb.learn_classes(small, method="fixed", n_classes=2, seed=0)
     assert res.n_classes == 2 and len(res.path) == 5
     assert list(res.path[0]._asdict())[:2] == ["step", "operation"]
 
@@ -208,6 +208,7 @@ def test_vbem_score_is_the_corrected_bound(small):
     assert res.score == pytest.approx(vb.elbo_corrected, abs=1e-6)
 
 
+@pytest.mark.slow  # an SMC evidence per candidate of the search: 30-45 s
 def test_smc_score_is_lcb_smc_at_seed_0(small):
     res = lcb.learn_classes(small, score="smc", seed=0, max_classes=2)
     again = lcb.smc(res.structure, small, seed=0)
@@ -231,8 +232,8 @@ def test_result_round_trips_and_is_a_compare_candidate(small, tmp_path):
     ({"score": "bics"}, "unknown score"),
     ({"method": "greedy"}, "unknown method"),
     ({"time_limit": 0}, "time_limit"),
-    ({"method": "fixed"}, "needs classes"),
-    ({"classes": 3}, "leave it out"),
+    ({"method": "fixed"}, "needs n_classes"),
+    ({"n_classes": 3}, "leave it out"),
 ])
 def test_bad_arguments(small, kwargs, message):
     with pytest.raises(lcb.LcbayesError, match=message):
@@ -269,7 +270,7 @@ def test_cli_learn_json(small, tmp_path, capsys):
     (["--score", "bics"], "unknown score 'bics'; choose from bic, bic_e"),
     (["--method", "greedy"], "unknown method 'greedy'"),
     (["--time-limit", "-3"], "--time-limit"),
-    (["--method", "fixed"], "needs classes"),
+    (["--method", "fixed"], "needs n_classes"),
 ])
 def test_cli_learn_bad_input(small, tmp_path, capsys, args, message):
     path = _write(small, tmp_path / "d.csv")

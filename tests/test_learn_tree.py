@@ -330,7 +330,7 @@ def test_cli_learn_tree_errors(data, tmp_path, capsys):
     for args, message in [([str(csv), "--tree", "--time-limit", "0"], "--time-limit"),
                           ([str(csv), "--tree", "--time-limit", "-3"], "--time-limit"),
                           ([str(csv), "--tree", "--score", "nope"], "score"),
-                          ([str(csv), "--tree", "--classes", "2"], "--tree"),
+                          ([str(csv), "--tree", "--n-classes", "2"], "--tree"),
                           ([str(csv), "--tree", "dhc"], "method"),
                           ([str(narrow), "--tree"], "at least 3")]:
         assert main(["learn", *args]) == 2

@@ -129,12 +129,14 @@ def test_blrt_same_seed_same_result(null_data):
     assert not np.array_equal(first.replicate_lr, other.replicate_lr)
 
 
+@pytest.mark.slow  # a power study
 def test_blrt_power_on_well_separated_classes(two_class_data):
     result = blrt(two_class_data, 2, replicates=19, restarts=3, seed=0)
     assert result.n_exceed == 0 and result.p_value == pytest.approx(1 / 20)
     assert result.lr > 10 * result.replicate_lr.max()
 
 
+@pytest.mark.slow  # several full BLRT runs
 def test_sequential_rule_stops_early_on_clear_cases(two_class_data):
     # one-class data with a typical LR of 1 vs 2 classes (2.5; null_data's 15.0 is a 1-in-200
     # draw whose bootstrap p is 0.005): p clearly above alpha after 50 replicates
@@ -169,6 +171,7 @@ def test_blrt_keeps_the_missingness_masks(monkeypatch):
     assert 0 < result.p_value <= 1
 
 
+@pytest.mark.slow  # a calibration study
 def test_blrt_calibration_smoke():
     """Data from K-1 classes: p-values spread over (0, 1], few rejections (20 data sets)."""
     p = np.array([blrt(_sample(1, 4, 300, seed=500 + m), 2, replicates=19, restarts=2,
@@ -206,6 +209,7 @@ def test_lmr_rejects_one_class_for_two_well_separated(two_class_data):
     assert "Lo-Mendell-Rubin test: 1 vs 2 classes" in result.summary()
 
 
+@pytest.mark.slow  # a size study
 def test_lmr_on_data_from_k_minus_1_classes():
     """Typically not small (LMR is known to be liberal, so the median over a few sets)."""
     results = [lmr(*_fits(d, 2), d) for d in (_sample(1, 4, 300, seed=s) for s in range(5))]
@@ -220,7 +224,7 @@ def test_lmr_on_data_from_k_minus_1_classes():
 def test_bad_input_is_refused_with_a_message(null_data):
     with pytest.raises(ArgumentError, match="replicates must be an integer >= 1"):
         blrt(null_data, 2, replicates=0)
-    with pytest.raises(ArgumentError, match="k must be an integer >= 2"):
+    with pytest.raises(ArgumentError, match="n_classes must be an integer >= 2"):
         blrt(null_data, 1)
     with pytest.raises(ArgumentError, match="alpha"):
         blrt(null_data, 2, alpha=1.5)
@@ -232,7 +236,7 @@ def test_bad_input_is_refused_with_a_message(null_data):
         stuck = lcb.em(lcb.latent_class(null_data, 2), null_data, restarts=1, max_iter=1)
         mapped = lcb.em(lcb.latent_class(null_data, 2), null_data, prior="dirichlet")
     assert not stuck.converged
-    with pytest.raises(ArgumentError, match="fit_k: EM did not converge"):
+    with pytest.raises(ArgumentError, match="larger: EM did not converge"):
         lmr(f1, stuck, null_data)
     with pytest.raises(ArgumentError, match="MAP fit"):
         lmr(f1, mapped, null_data)

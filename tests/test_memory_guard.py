@@ -26,7 +26,7 @@ def test_too_many_restarts_are_refused_at_once(carcinoma, capsys):
                                                 r"GiB, more than half .*use fewer restarts"):
             engine(structure, carcinoma, restarts=huge)
         assert time.perf_counter() - start < 5      # nothing drawn or compiled
-    assert main(["fit", str(data_csv("carcinoma.csv")), "--classes", "3",
+    assert main(["fit", str(data_csv("carcinoma.csv")), "--n-classes", "3",
                  "--restarts", "10000000"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "use fewer restarts" in err[0]
@@ -46,6 +46,6 @@ def test_a_model_that_is_not_identified_gets_no_standard_errors(tmp_path, capsys
                                                       "freedom: it is not identified"):
         fit = lcb.em(lcb.latent_class(data, 2), data, standard_errors="empirical")
     assert fit.standard_errors is None
-    assert main(["fit", str(path), "--classes", "2"]) == 0
+    assert main(["fit", str(path), "--n-classes", "2"]) == 0
     out = capsys.readouterr().out
     assert "standard errors" not in out and "Estimated class population shares\n" in out

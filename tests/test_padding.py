@@ -93,8 +93,8 @@ def test_bad_padding_is_refused():
 
 def test_compare_rows_are_the_padded_engine_runs_and_do_not_depend_on_workers():
     data = _data()
-    kw = dict(classes=range(1, 4), methods=["bic", "vbem", "ais"], seed=5, ais_chains=8,
-              ais_temperatures=256, ais_target_stderr=None)
+    kw = dict(n_classes=range(1, 4), methods=["bic", "vbem", "ais"], seed=5,
+              engine_options={"ais": {"chains": 8, "temperatures": 256, "target_stderr": None}})
     one = lcb.compare(data, workers=1, **kw)
     two = lcb.compare(data, workers=2, **kw)
     assert one.settings["pad_classes"] == 3

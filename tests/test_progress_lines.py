@@ -22,7 +22,7 @@ def test_compare_into_a_log_prints_a_line_per_candidate_and_no_carriage_return(t
     with log.open("w") as err:
         done = subprocess.run(
             [sys.executable, "-m", "lcbayes", "compare", str(data_csv("carcinoma.csv")),
-             "--classes", "1-5", "--methods", "bic", "--report", str(tmp_path / "r.html")],
+             "--n-classes", "1-5", "--methods", "bic", "--report", str(tmp_path / "r.html")],
             stdout=subprocess.PIPE, stderr=err, check=False)
     text = log.read_text()
     assert done.returncode == 0, text
@@ -56,7 +56,7 @@ def test_an_unwritable_report_is_refused_before_any_work(tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     for report in (blocker / "r.html", "/proc/lcbayes-test/r.html"):
-        assert main(["compare", str(data_csv("carcinoma.csv")), "--classes", "1-2",
+        assert main(["compare", str(data_csv("carcinoma.csv")), "--n-classes", "1-2",
                      "--report", str(report)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "--report" in err[0] and "cannot be written" in err[0]
@@ -65,7 +65,7 @@ def test_an_unwritable_report_is_refused_before_any_work(tmp_path, capsys):
 def test_boundary_estimates_are_one_warning_line_with_a_count(capsys):
     from lcbayes.cli import main
 
-    assert main(["fit", str(data_csv("carcinoma.csv")), "--classes", "3"]) == 0
+    assert main(["fit", str(data_csv("carcinoma.csv")), "--n-classes", "3"]) == 0
     err = [line for line in capsys.readouterr().err.splitlines() if "boundary" in line]
     assert len(err) == 1 and len(err[0]) < 200
     assert "10 estimated probabilities are on the boundary" in err[0]
@@ -77,7 +77,7 @@ def test_fit_with_many_restarts_shows_their_progress_in_a_log(tmp_path):
     with log.open("w") as err:
         done = subprocess.run(
             [sys.executable, "-m", "lcbayes", "fit", str(data_csv("carcinoma.csv")),
-             "--classes", "2", "--restarts", "120", "--se", "none"],
+             "--n-classes", "2", "--restarts", "120", "--se", "none"],
             stdout=subprocess.PIPE, stderr=err, check=False)
     text = log.read_text()
     assert done.returncode == 0, text

@@ -115,7 +115,7 @@ def test_a_quoted_field_with_a_line_break_is_one_row(tmp_path):
 
 
 def test_standard_input_is_read_with_a_dash(plain):
-    out = subprocess.run([sys.executable, "-m", "lcbayes", "fit", "-", "--classes", "1",
+    out = subprocess.run([sys.executable, "-m", "lcbayes", "fit", "-", "--n-classes", "1",
                           "--json"], input=gzip.compress(TEXT.encode()),
                          capture_output=True, check=False)
     assert out.returncode == 0, out.stderr.decode()
@@ -139,7 +139,7 @@ def test_without_openpyxl_an_excel_workbook_gets_one_line(tmp_path, monkeypatch,
     path = tmp_path / "sheet.xlsx"
     path.write_bytes(b"not opened")
     monkeypatch.setitem(sys.modules, "openpyxl", None)
-    assert main(["fit", str(path), "--classes", "1"]) == 2
+    assert main(["fit", str(path), "--n-classes", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "needs openpyxl: pip install openpyxl" in err[0]
 

@@ -17,10 +17,13 @@ from lcbayes.comparison import (
     EvidenceRole,
     Flag,
     Method,
+    Need,
     default_methods,
     register,
+    register_need,
     selectable_methods,
     unregister,
+    unregister_need,
 )
 
 
@@ -59,7 +62,7 @@ def test_the_built_in_methods_are_registered():
 
 
 def test_a_registered_method_reaches_the_table_json_and_reports(toy, data, tmp_path):
-    comp = lcb.compare(data, classes=[1, 2], methods=["bic", "toy_bic2"], restarts=2,
+    comp = lcb.compare(data, n_classes=[1, 2], methods=["bic", "toy_bic2"], restarts=2,
                        exact=False, progress=False)
     frame = comp.to_frame()
     expected = [f.loglik - f.n_parameters * math.log(data.n_rows) for f in comp.em]
@@ -86,7 +89,7 @@ def test_a_registered_method_is_a_command_line_choice(toy, data, tmp_path, capsy
     with pytest.raises(SystemExit):
         main(["compare", "--help"])
     assert "toy_bic2" in capsys.readouterr().out
-    status = main(["compare", str(csv), "--classes", "1-2", "--methods", "bic,toy_bic2",
+    status = main(["compare", str(csv), "--n-classes", "1-2", "--methods", "bic,toy_bic2",
                    "--exact", "no", "--restarts", "2", "--json"])
     assert status == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
@@ -103,7 +106,7 @@ def test_an_evidence_method_takes_its_place_by_priority(data):
                     evidence=EvidenceRole(priority=0.5, value="toy_evidence", stderr=0.25))
     register(method)
     try:
-        comp = lcb.compare(data, classes=[2], methods=["vbem", "toy_evidence"], restarts=2,
+        comp = lcb.compare(data, n_classes=[2], methods=["vbem", "toy_evidence"], restarts=2,
                            exact=False, progress=False)
         row = comp.to_frame().iloc[0]
         assert row["evidence_method"] == "toy_evidence"
@@ -122,4 +125,63 @@ def test_registration_refuses_a_name_twice_and_unknown_needs():
         register(Method(name="toy_laplace", description="", needs=("laplace_fit",),
                         columns=(), values=lambda fits: {}))
     with pytest.raises(lcb.LcbayesError, match="valid methods are bic, bic_e"):
-        lcb.compare(lcb.Dataset.from_codes([[0, 1], [1, 0]]), classes=[1], methods=["nope"])
+        lcb.compare(lcb.Dataset.from_codes([[0, 1], [1, 0]]), n_classes=[1], methods=["nope"])
+
+
+# ---------------------------------------------------------------------- engine options
+def _toy_engine(structure, data, *, scale: float = 1.0, shift: float = 0.0) -> float:
+    """A toy engine: the options it takes are what ``engine_options`` may set."""
+    return scale * data.n_rows + shift
+
+
+@pytest.fixture
+def toy_need():
+    need = register_need(Need("toy_engine", "toy", lambda structure, data, settings, fits:
+                              _toy_engine(structure, data, **settings["options"]["toy_engine"]),
+                              after=(), engine=_toy_engine))
+    register(Method(name="toy_scaled", description="a toy engine's number", needs=("toy_engine",),
+                    columns=(Column("toy_scaled", "toy"),),
+                    values=lambda fits: {"toy_scaled": fits.toy_engine}, default=False))
+    yield need
+    unregister("toy_scaled")
+    unregister_need("toy_engine")
+
+
+def test_engine_options_reach_a_registered_engine(toy_need, data):
+    comp = lcb.compare(data, n_classes=[1], methods=["toy_scaled"], exact=False, progress=False,
+                       engine_options={"toy_engine": {"scale": 2.0, "shift": 1.0}})
+    assert comp.to_frame()["toy_scaled"].iloc[0] == 2.0 * data.n_rows + 1.0
+    assert comp.settings["engine_options"]["toy_engine"] == {"scale": 2.0, "shift": 1.0}
+    with pytest.raises(lcb.ArgumentError, match=r"\['scal'\]; _toy_engine takes \['scale', "
+                                                r"'shift'\]"):
+        lcb.compare(data, n_classes=[1], methods=["toy_scaled"],
+                    engine_options={"toy_engine": {"scal": 2.0}})
+    assert "toy_engine" not in lcb.compare(data, n_classes=[1], methods=["bic"], exact=False,
+                                           progress=False).settings["engine_options"]
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"ais": {"chain": 4}}, r"engine_options\['ais'\] has unknown options \['chain'\]; ais "
+                            r"takes \["),
+    ({"aiss": {}}, r"unknown engines \['aiss'\]; the engines are \["),
+    ({"em": {"seed": 1}}, r"sets \['seed'\], which compare sets for every engine"),
+    ({"smc": {"time_limit": 1}}, r"sets \['time_limit'\]"),
+    ({"ais": 16}, r"engine_options\['ais'\] must be a dict of options, got int"),
+    ([("ais", {})], r"engine_options must be a dict \{engine: \{option: value\}\}, got list"),
+])
+def test_bad_engine_options_are_refused_before_anything_runs(data, options, message):
+    with pytest.raises(lcb.ArgumentError, match=message):
+        lcb.compare(data, n_classes=[1, 2], engine_options=options, progress=False)
+
+
+def test_engine_options_of_the_built_in_engines_reach_them(data):
+    options = {"em": {"max_iter": 3}, "vbem": {"max_iter": 2}}
+    with pytest.warns(lcb.ConvergenceWarning):
+        comp = lcb.compare(data, n_classes=[2], methods=["bic", "vbem"], exact=False, seed=1,
+                           restarts=2, progress=False, engine_options=options)
+        em = lcb.em(lcb.latent_class(data, 2), data, restarts=2, seed=1, max_iter=3)
+        vb = lcb.vbem(lcb.latent_class(data, 2), data, restarts=2, seed=1, max_iter=2,
+                      init=em)
+    assert comp.em[0].loglik == em.loglik and comp.em[0].n_iter == em.n_iter == 3
+    assert comp.vbem[0].elbo == vb.elbo
+    assert comp.settings["engine_options"] == options

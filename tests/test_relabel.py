@@ -29,7 +29,7 @@ def random_switch():
 @pytest.fixture(scope="module")
 def results(random_switch):
     """Every method's relabelling of ``random_switch``."""
-    return {method: relabel(random_switch.idata, method) for method in METHODS}
+    return {method: relabel(random_switch.idata, method=method) for method in METHODS}
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +129,7 @@ def test_constraint_orders_the_classes_by_decreasing_weight(results):
 def test_stephens_iterates_to_a_fixed_point(random_switch, results):
     res = results["stephens"]
     assert 2 <= res.iterations < 100
-    again = relabel(random_switch.idata, "stephens", max_iter=res.iterations)
+    again = relabel(random_switch.idata, method="stephens", max_iter=res.iterations)
     np.testing.assert_array_equal(again.permutations, res.permutations)
 
 
@@ -155,7 +155,7 @@ def test_allocation_probabilities_are_bayes_rule_per_row_with_missing_values(ran
 @pytest.mark.parametrize("chains", ["keep", "flatten"])
 def test_rjmcmc_draws_with_k_classes_are_selected_and_relabelled(rj, method, chains):
     k = rj.idata.posterior["k"].values
-    res = relabel(rj.idata, method, k=3, chains=chains)
+    res = relabel(rj.idata, method=method, n_classes=3, chains=chains)
     post = res.idata.posterior
     if chains == "keep":
         assert post.sizes["chain"] == 4 and post.sizes["draw"] == (k == 3).sum(axis=1).min()
@@ -207,14 +207,15 @@ def _all_k(idata, k: int):
 
 
 @pytest.mark.parametrize(("call", "message"), [
-    (lambda sw, rj: relabel(sw.idata, "kmeans"), "unknown method 'kmeans'"),
+    (lambda sw, rj: relabel(sw.idata, method="kmeans"), "unknown method 'kmeans'"),
     (lambda sw, rj: relabel(sw.idata, chains="stack"), "unknown chains 'stack'"),
     (lambda sw, rj: relabel(_without(sw.idata, "theta_C")), "posterior lacks theta_C"),
     (lambda sw, rj: relabel(_without(sw.idata, "class_weights")), "no variable 'class_weights'"),
-    (lambda sw, rj: relabel(sw.idata, k=2), "posterior has no variable 'k'"),
-    (lambda sw, rj: relabel(rj.idata), "pass k=K"),
-    (lambda sw, rj: relabel(rj.idata, k=5), "no draw has k=5; the draws visit K=2"),
-    (lambda sw, rj: relabel(_all_k(rj.idata, 5), k=5), "non-finite class parameters"),
+    (lambda sw, rj: relabel(sw.idata, n_classes=2), "posterior has no variable 'k'"),
+    (lambda sw, rj: relabel(rj.idata), "pass n_classes=K"),
+    (lambda sw, rj: relabel(rj.idata, n_classes=5),
+     "no draw has n_classes=5; the draws visit K=2"),
+    (lambda sw, rj: relabel(_all_k(rj.idata, 5), n_classes=5), "non-finite class parameters"),
 ])
 def test_bad_input_raises_lcbayes_error(random_switch, rj, call, message):
     with pytest.raises(LcbayesError, match=message):
@@ -225,8 +226,8 @@ def test_a_pivot_method_needs_log_joint_but_the_constraint_does_not(random_switc
     idata = random_switch.idata.copy()
     idata.sample_stats = idata.sample_stats.drop_vars("log_joint")
     with pytest.raises(LcbayesError, match="log_joint"):
-        relabel(idata, "stephens")
-    assert relabel(idata, "constraint").permutations.shape == (4, 250, 3)
+        relabel(idata, method="stephens")
+    assert relabel(idata, method="constraint").permutations.shape == (4, 250, 3)
 
 
 
@@ -285,7 +286,7 @@ def test_every_method_relabels_real_gibbs_output_consistently(gibbs_run, method)
     except ImportError:  # tests/ on sys.path
         from switched_posterior import THETAS, WEIGHTS
 
-    res = relabel(gibbs_run, method)
+    res = relabel(gibbs_run, method=method)
     tau = _labelling_against_truth(res.idata).reshape(-1, 3)
     labellings, counts = np.unique(tau, axis=0, return_counts=True)
     common = labellings[np.argmax(counts)]

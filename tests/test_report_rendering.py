@@ -99,9 +99,10 @@ def results(carcinoma, long_names_tree) -> dict:
     with pytest.warns(UserWarning):   # so short a run mixes poorly, and says so
         rj = lcb.rjmcmc(carcinoma, max_classes=5, draws=300, warmup=100, chains=2, seed=0)
         diagnostics = lcb.diagnostics(rj)
-    return {"compare": lcb.compare(carcinoma, classes=range(1, 5),
+    return {"compare": lcb.compare(carcinoma, n_classes=range(1, 5),
                                    methods="bic,bic_e,aic,icl,cs,vbem,ais", restarts=3,
-                                   ais_chains=4, ais_temperatures=200, ais_max_chains=4, seed=0),
+                                   engine_options={"ais": {"chains": 4, "temperatures": 200,
+                                                           "max_chains": 4}}, seed=0),
             "learn": lcb.learn_classes(carcinoma, seed=0),
             "tree": lcb.learn_tree(carcinoma, seed=0, time_limit=30),
             "tree, long names": long_names_tree, "rjmcmc": diagnostics}

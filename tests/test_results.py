@@ -158,7 +158,7 @@ def test_gibbs_round_trip_keeps_every_draw_and_prediction(gibbs_run, new_rows):
 
 
 def test_gibbs_predict_proba_averages_bayes_rule_over_relabelled_draws(gibbs_run, new_rows):
-    relabelled = lcb.relabel(gibbs_run, "stephens").idata.posterior
+    relabelled = lcb.relabel(gibbs_run, method="stephens").idata.posterior
     weights = relabelled["class_weights"].values.reshape(-1, 2)
     thetas = {c: relabelled[f"theta_{c}"].values.reshape(-1, 2, 2) for c in ITEMS}
     expected = np.mean([_bayes_rule(weights[s], {c: thetas[c][s] for c in ITEMS}, new_rows)

@@ -23,7 +23,7 @@ from lcbayes.samplers.idata import lc_inference_data
 from lcbayes.samplers.plots import plot_class_profiles, plot_posterior_k, plot_trace
 from lcbayes.samplers.results import (
     MAX_SUGGESTED_DRAWS,
-    KMixing,
+    KMixingResult,
     KMixingWarning,
     RJMCMCResult,
     k_mixing,
@@ -84,7 +84,7 @@ def stuck():
 def test_classes_are_numbered_from_one_in_the_draws_tables_and_figures(stuck):
     post = stuck.to_inference_data().posterior
     assert list(post["class"].values) == [1, 2, 3, 4]
-    diag, _ = _diagnose(stuck, k=3)
+    diag, _ = _diagnose(stuck, n_classes=3)
     assert {"class_weights[1]", "class_weights[3]", "theta_a[1, yes]"} <= set(diag.table.index)
     assert "class_weights[0]" not in diag.table.index and "[0," not in diag.summary()
     assert "class_weights[1]" in diag.to_html() and "theta_c[3, no]" in diag.to_markdown()
@@ -114,7 +114,7 @@ def test_a_modal_k_of_one_is_diagnosed_plotted_and_reported(tmp_path):
     k[:, ::10] = 2
     result = _draws(k, seed=1)
     diag, _ = _diagnose(result)
-    assert diag.k == 1 and list(diag.posterior_k) == [1, 2, 3, 4]
+    assert diag.conditioned_on == 1 and list(diag.posterior_k) == [1, 2, 3, 4]
     titles = {ax.get_title() for ax in plot_trace(diag.draws).axes}
     assert "class_weights" not in titles and {"theta_a", "theta_b", "theta_c"} <= titles
     section = diag.to_html(tmp_path / "k1.html")
@@ -123,8 +123,8 @@ def test_a_modal_k_of_one_is_diagnosed_plotted_and_reported(tmp_path):
 
 # ---------------------------------------------------------------------- mixing in K
 def _mixing(r_hat: float, ess: float, draws: int = 150, ceiling: float = 0.0,
-            rising: bool = True) -> KMixing:
-    return KMixing(r_hat=r_hat, ess_bulk=ess, split=0.01, merge=None, draws=draws,
+            rising: bool = True) -> KMixingResult:
+    return KMixingResult(r_hat=r_hat, ess_bulk=ess, split=0.01, merge=None, draws=draws,
                    max_classes=6, ceiling_share=ceiling, ceiling_rising=rising)
 
 
@@ -136,7 +136,8 @@ def test_chains_mixed_in_k_when_rhat_is_at_most_1_05_and_bulk_ess_at_least_100(r
                                                                                  mixed):
     verdict = _mixing(r_hat, ess)
     assert verdict.mixed is mixed
-    assert (verdict.warning() is None) is mixed and (verdict.warning("d.csv") is None) is mixed
+    assert (verdict.warning() is None) is mixed
+    assert (verdict.warning(data_name="d.csv") is None) is mixed
 
 
 @pytest.mark.parametrize(("ess", "draws", "suggested"), [
@@ -151,14 +152,14 @@ def test_suggested_draws_scale_by_100_over_ess_to_a_round_number(ess, draws, sug
 
 def test_the_mixing_warning_gives_the_numbers_and_both_ways_out():
     verdict = _mixing(1.234, 7.6)
-    cli = verdict.warning("survey.csv")
+    cli = verdict.warning(data_name="survey.csv")
     assert "did not mix between numbers of classes" in cli and "\n" not in cli
     assert "bulk ESS 8" in cli and "R-hat 1.234" in cli
     assert "split 0.010" in cli and "merge never proposed" in cli
-    assert "--draws 2000" in cli and "lcbayes compare survey.csv --classes 1-6" in cli
+    assert "--draws 2000" in cli and "lcbayes compare survey.csv --n-classes 1-6" in cli
     python = verdict.warning()
-    assert "draws=2000" in python and "lcb.compare(data, classes=range(1, 7))" in python
-    d = json.loads(json.dumps(verdict.to_dict("survey.csv")))
+    assert "draws=2000" in python and "lcb.compare(data, n_classes=range(1, 7))" in python
+    d = json.loads(json.dumps(verdict.to_dict(data_name="survey.csv")))
     assert d["mixed"] is False and d["suggested_draws"] == 2000 and d["warning"] == cli
     assert d["merge"] is None and d["ess_bulk"] == pytest.approx(7.6)
 
@@ -172,14 +173,14 @@ def test_a_posterior_of_k_rising_at_max_classes_asks_for_a_higher_bound(ceiling,
     verdict = _mixing(np.nan, np.nan, ceiling=ceiling, rising=rising)  # k constant: mixed
     assert verdict.at_ceiling is warned and (verdict.warning() is not None) is warned
     if warned:
-        cli = verdict.warning("survey.csv")
+        cli = verdict.warning(data_name="survey.csv")
         assert f"p(K = 6 | y) = {ceiling:.3f}" in cli and "--max-classes 12" in cli
         assert "max_classes=12" in verdict.warning() and "did not mix" not in cli
-        assert verdict.to_dict("survey.csv")["at_ceiling"] is True
+        assert verdict.to_dict(data_name="survey.csv")["at_ceiling"] is True
 
 
 def test_a_posterior_at_max_classes_that_mixed_poorly_gets_both_pieces_of_advice():
-    line = _mixing(1.3, 12.0, ceiling=0.9).warning("survey.csv")
+    line = _mixing(1.3, 12.0, ceiling=0.9).warning(data_name="survey.csv")
     assert "did not mix" in line and "bulk ESS 12, R-hat 1.300" in line
     assert "--draws" in line and "--max-classes 12" in line and "\n" not in line
 
@@ -201,7 +202,7 @@ def test_stuck_chains_carry_one_mixing_warning_with_their_numbers(stuck):
     diag, caught = _diagnose(stuck)
     assert [str(w.message) for w in caught] == [stuck.mixing_warning()]
     assert diag.k_mixing == verdict and diag.to_dict()["k_mixing"]["mixed"] is False
-    assert stuck.mixing_warning("x.csv") in diag.to_html(data_name="x.csv")
+    assert stuck.mixing_warning(data_name="x.csv") in diag.to_html(data_name="x.csv")
 
 
 def test_well_mixed_chains_carry_no_mixing_warning():
@@ -215,8 +216,8 @@ def test_well_mixed_chains_carry_no_mixing_warning():
 
 # ---------------------------------------------------------------------- report
 def test_report_has_the_data_name_settings_and_versions(stuck, tmp_path):
-    diag, _ = _diagnose(stuck, k=2)
-    block = diag.settings_block("survey.csv")
+    diag, _ = _diagnose(stuck, n_classes=2)
+    block = diag.settings_block(data_name="survey.csv")
     assert block["data"] == "survey.csv" and block["columns"] == "3: a, b, c"
     assert {key: block[key] for key in ("draws", "warmup", "chains", "thin", "max_classes",
                                         "prior", "seed")} == {

@@ -183,23 +183,27 @@ EM_FIELDS = ("loglik", "objective", "restart_logliks", "params", "hidden_posteri
 VB_FIELDS = ("elbo", "restart_elbos", "posterior_mean")
 
 
+@pytest.mark.slow  # the two-device subprocess compiles every program again: 30-60 s
 def test_the_subprocess_has_two_host_devices(two_devices):
     assert two_devices["device_count"] == 2
 
 
 @pytest.mark.parametrize("case", ["carcinoma", "hlc", "dag"])
+@pytest.mark.slow  # the two-device subprocess compiles every program again: 30-60 s
 def test_sharded_em_equals_the_one_device_fit(two_devices, case):
     gaps = two_devices["cases"][case]["gaps"]["2"]
     assert {f: gaps[f] for f in EM_FIELDS if gaps[f] > TOL} == {}
 
 
 @pytest.mark.parametrize("case", ["carcinoma", "hlc", "dag"])
+@pytest.mark.slow  # the two-device subprocess compiles every program again: 30-60 s
 def test_sharded_vbem_bound_equals_the_one_device_bound(two_devices, case):
     gaps = two_devices["cases"][case]["gaps"]["2"]
     assert {f: gaps[f] for f in VB_FIELDS if gaps[f] > TOL} == {}
     assert gaps["vb_hidden_posteriors"] < VB_POSTERIOR_TOL
 
 
+@pytest.mark.slow  # the two-device subprocess compiles every program again: 30-60 s
 def test_the_sums_differ_by_rounding_only(two_devices):
     """Log-likelihoods and bounds are sums over patterns: sharding reorders the additions."""
     for case in two_devices["cases"].values():
@@ -208,11 +212,13 @@ def test_the_sums_differ_by_rounding_only(two_devices):
                                      "restart_elbos")) < STEP_TOL
 
 
+@pytest.mark.slow  # the two-device subprocess compiles every program again: 30-60 s
 def test_one_device_as_a_mesh_is_the_default_fit(two_devices):
     gaps = two_devices["cases"]["carcinoma"]["gaps"]["1"]
     assert max(gaps.values()) < 1e-12
 
 
+@pytest.mark.slow  # the two-device subprocess compiles every program again: 30-60 s
 def test_patterns_are_split_in_halves_and_outputs_unpadded(two_devices):
     """Two shards of ceil(P / 2) rows (an odd P gets one padding pattern), weights alike;
     the hidden posteriors come back with one row per data pattern."""
@@ -266,6 +272,7 @@ def test_incremental_em_is_refused_with_devices():
 
 
 
+@pytest.mark.slow  # the two-device subprocess compiles every program again: 30-60 s
 def test_patterns_are_not_gathered_but_sums_all_reduced(two_devices):
     """The compiled EM core on two devices: each keeps its half of the patterns (no
     all-gather), the E-step sums are all-reduced."""
@@ -289,7 +296,7 @@ def test_sharded_block_coded_evidence_equals_the_one_device_fit():
 def _fit_cli(capsys, tmp_path, *options) -> tuple[int, str, str]:
     csv = tmp_path / "small.csv"
     csv.write_text("a,b,c\n" + "\n".join(["1,0,1", "1,1,1", "0,0,0", "0,,1", "1,1,0"]) + "\n")
-    status = main(["fit", str(csv), "--classes", "2", *options])
+    status = main(["fit", str(csv), "--n-classes", "2", *options])
     out, err = capsys.readouterr()
     return status, out, err
 

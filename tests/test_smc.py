@@ -152,7 +152,7 @@ def test_one_class_bridge_is_exact_and_smc_is_within_its_error():
     assert result.agree and result.smc_reason == "" and result.bridge_reason == ""
 
 
-@pytest.mark.parametrize("missing", [0.0, 0.15])
+@pytest.mark.parametrize("missing", [0.0, pytest.param(0.15, marks=pytest.mark.slow)])
 def test_two_classes_agree_with_the_exact_evidence(missing):
     data = _small(n_rows=30, missing=missing)
     structure = lcb.latent_class(data, 2)
@@ -186,6 +186,7 @@ def test_tempering_every_row_keeps_the_estimator_unbiased():
     assert reason == "" and abs(estimate - exact) < 3 * se + 0.05
 
 
+@pytest.mark.slow  # test_padding.py checks padding; this repeats it on SMC runs
 def test_padding_the_classes_keeps_the_estimator():
     data = _small(n_rows=30)
     structure = lcb.latent_class(data, 2)
@@ -212,6 +213,7 @@ def test_same_seed_same_numbers_and_json_round_trip():
                    seed=key).run_smc.size == 2
 
 
+@pytest.mark.slow  # many SMC rounds: 20-35 s
 def test_runs_are_added_until_the_error_target_or_the_most_runs():
     data = _small(n_rows=60)
     structure = lcb.latent_class(data, 2)
@@ -269,11 +271,11 @@ def test_bridge_runs_stuck_in_a_minor_mode_are_left_out_and_counted():
     assert SMCResult.from_dict(json.loads(json.dumps(result.to_dict()))).bridge_stuck == 1
 
 
-def test_a_time_budget_stops_the_runs():
+def test_a_time_limit_stops_the_runs():
     data = _small(n_rows=60)
     structure = lcb.latent_class(data, 2)
-    result = lcb.smc(structure, data, particles=16, runs=50, time_budget=1e-3, seed=0)
-    assert result.runs == 2 and result.settings["stopped"] == "time_budget"
+    result = lcb.smc(structure, data, particles=16, runs=50, time_limit=1e-3, seed=0)
+    assert result.runs == 2 and result.settings["stopped"] == "time_limit"
 
 
 def test_bad_arguments_are_refused():

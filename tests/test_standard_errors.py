@@ -220,7 +220,7 @@ def test_independence_model_has_binomial_standard_errors(method):
     for j, name in enumerate(structure.observed_names):
         seen = codes[codes[:, j] >= 0, j]
         params[name] = (np.bincount(seen, minlength=cards[j]) / seen.size)[None, :]
-    se = standard_errors(structure, params, data, method)
+    se = standard_errors(structure, params, data, method=method)
     for j, name in enumerate(structure.observed_names):
         p, n_j = params[name], (codes[:, j] >= 0).sum()
         np.testing.assert_allclose(se[name], np.sqrt(p * (1 - p) / n_j), rtol=1e-9)
@@ -362,6 +362,7 @@ def _summary(structure, params, order=None):
                            *(np.asarray(params[n])[order, 1] for n in structure.observed_names)])
 
 
+@pytest.mark.slow  # a parametric bootstrap of EM fits: 10-15 s
 def test_standard_errors_match_a_parametric_bootstrap(separated):
     """The SD of 60 parametric-bootstrap refits (classes matched to the fit's) against the
     empirical-information standard errors: within 10% on average, every entry within 35% (the
@@ -386,7 +387,8 @@ def test_empirical_and_observed_agree_on_a_large_well_specified_fit(separated):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         empirical = _summary(structure, standard_errors(structure, fit.params, data))
-        observed = _summary(structure, standard_errors(structure, fit.params, data, "observed"))
+        observed = _summary(structure, standard_errors(structure, fit.params, data,
+                                                       method="observed"))
     np.testing.assert_allclose(observed, empirical, rtol=0.05)
 
 
@@ -427,7 +429,7 @@ def test_a_saddle_point_warns():
         seen = data.codes[data.codes[:, j] >= 0, j]
         params[name] = np.tile(np.bincount(seen, minlength=2) / seen.size, (2, 1))
     with pytest.warns(StandardErrorWarning, match="saddle point"):
-        standard_errors(structure, params, data, "observed")
+        standard_errors(structure, params, data, method="observed")
 
 
 def test_bad_arguments_are_clear(separated):

@@ -132,7 +132,7 @@ class TestFromPatterns:
         assert (patterns.n_rows, patterns.n_observed_rows) == (rows.n_rows, rows.n_observed_rows)
         vb_rows, vb_patterns = (lcb.vbem(structure, d, seed=3) for d in (carcinoma, data))
         assert vb_patterns.elbo == vb_rows.elbo
-        tables = [lcb.compare(d, classes=[1, 2], methods=["bic", "aic"], seed=0, exact=False)
+        tables = [lcb.compare(d, n_classes=[1, 2], methods=["bic", "aic"], seed=0, exact=False)
                   .to_frame()[["name", "loglik", "bic", "aic"]] for d in (carcinoma, data)]
         pd.testing.assert_frame_equal(tables[1], tables[0])
         assert data._codes is None  # the engines used the patterns, never the rows
@@ -275,14 +275,15 @@ def test_categories_skip_the_first_pass_and_code_against_given_labels(tmp_path):
     with pytest.raises(DataError, match=r"'b' has value\(s\) \['x'\]"):
         scan_file(path, categories={"a": (1, 2), "b": ("y",)})
     with pytest.warns(UserWarning, match="'b' is constant"):  # b's labels found, a's given
-        some = scan_file(path, ["a", "b"], categories={"a": (3, 2, 1)}, chunk_rows=3)
+        some = scan_file(path, columns=["a", "b"], categories={"a": (3, 2, 1)}, chunk_rows=3)
     assert some.labels == ((3, 2, 1), ("x",))
     assert summed(some) == {(1, 0): 2.0, (2, 0): 2.0}
 
 
 def test_columns_choose_and_order(tmp_path, carcinoma):
     path = write_csv(tmp_path / "c.csv", pd.read_csv(data_csv("carcinoma.csv")))
-    assert_same_data(scan_file(path, ["G", "B"], chunk_rows=13), carcinoma.select(["G", "B"]))
+    assert_same_data(scan_file(path, columns=["G", "B"], chunk_rows=13),
+                     carcinoma.select(["G", "B"]))
 
 
 class TestSpillFiles:
@@ -317,7 +318,7 @@ class TestBadInput:
         path = write_csv(tmp_path / "a.csv", pd.DataFrame({"a": [1, 2]}))
         with pytest.raises(DataError, match=r"unknown column\(s\) \['z'\]; the data has "
                                             r"columns \['a'\]"):
-            scan_file(path, ["a", "z"])
+            scan_file(path, columns=["a", "z"])
 
     def test_too_many_categories_stops_at_the_first_chunk_that_shows_it(self, tmp_path):
         path = write_csv(tmp_path / "ids.csv", pd.DataFrame({"id": np.arange(10_000)}))

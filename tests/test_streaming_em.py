@@ -96,7 +96,7 @@ def test_map_fit_is_lcb_em_map_from_the_same_start(structure, carcinoma, start):
 
 
 def test_vbem_over_blocks_is_lcb_vbem_from_the_same_seed(structure, carcinoma):
-    ref = lcb.vbem(structure, carcinoma, restarts=2, seed=3, acceleration="none")
+    ref = lcb.vbem(structure, carcinoma, restarts=2, seed=3, algorithm="vbem")
     fit = stream_vbem(structure, PatternBlocks.from_dataset(carcinoma, 3), restarts=2, seed=3)
     assert fit.elbo == pytest.approx(ref.elbo, rel=1e-8, abs=0)
     assert fit.n_iter == ref.n_iter
@@ -105,7 +105,7 @@ def test_vbem_over_blocks_is_lcb_vbem_from_the_same_seed(structure, carcinoma):
 
 
 def test_vbem_over_blocks_from_an_em_fit_is_lcb_vbem_from_it(structure, carcinoma, em_fit):
-    ref = lcb.vbem(structure, carcinoma, restarts=0, init=em_fit, acceleration="none")
+    ref = lcb.vbem(structure, carcinoma, restarts=0, init=em_fit, algorithm="vbem")
     fit = stream_vbem(structure, PatternBlocks.from_dataset(carcinoma, 3), restarts=0,
                       init=em_fit)
     assert fit.elbo == pytest.approx(ref.elbo, rel=1e-8, abs=0)
@@ -198,7 +198,7 @@ def test_bad_arguments_are_refused_naming_them(structure, carcinoma, call, name)
 def test_blocks_that_do_not_fit_the_structure_are_refused(structure, carcinoma):
     fewer = PatternBlocks.from_arrays(carcinoma.patterns[:, :6], carcinoma.counts,
                                       carcinoma.columns[:6], carcinoma.labels[:6])
-    with pytest.raises(lcb.ArgumentError, match=r"blocks lack column\(s\) \['G'\]"):
+    with pytest.raises(lcb.ArgumentError, match=r"data lack column\(s\) \['G'\]"):
         stream_em(structure, fewer)
     other = PatternBlocks.from_arrays(carcinoma.patterns, carcinoma.counts, carcinoma.columns,
                                       [("x", "y"), *carcinoma.labels[1:]])

@@ -103,7 +103,8 @@ def test_one_class_bound_is_the_exact_closed_form():
     assert lcb.exact_evidence(structure, data).log_evidence == pytest.approx(closed, abs=1e-9)
 
 
-@pytest.mark.parametrize("kind", ["lc", "lc3", "hlc", "dag"])
+@pytest.mark.parametrize("kind", ["lc", pytest.param("lc3", marks=pytest.mark.slow),
+                                  pytest.param("hlc", marks=pytest.mark.slow), "dag"])
 def test_cheeseman_stutz_is_the_bound_after_one_vbm_step_and_vbem_only_raises_it(simulated,
                                                                                  kind):
     """Beal & Ghahramani Corollary 6.2: from the EM posteriors one VBM step gives F = CS."""

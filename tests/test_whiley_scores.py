@@ -101,7 +101,7 @@ def test_compare_runs_the_new_methods_and_they_equal_the_engines(tmp_path):
     model = lcb.latent_class(template, 2)
     data = lcb.simulate(model, lcb.random_params(model, seed=4), 40, seed=4)
     methods = ["laplace", "laplace_block", "laplace_diag", "draper", "mled", "chib"]
-    comp = lcb.compare(data, classes=[2], methods=methods, seed=0, restarts=5, progress=False)
+    comp = lcb.compare(data, n_classes=[2], methods=methods, seed=0, restarts=5, progress=False)
     lap = lcb.laplace(lcb.latent_class(data, 2), data, restarts=5, seed=0)
     row = comp.rows[0]
     assert row["laplace"] == pytest.approx(lap.log_evidence, abs=1e-5)
@@ -111,7 +111,7 @@ def test_compare_runs_the_new_methods_and_they_equal_the_engines(tmp_path):
     # the command line takes the same names
     csv = tmp_path / "small.csv"
     data.to_pandas().to_csv(csv, index=False)
-    assert main(["compare", str(csv), "--classes", "2", "--methods", "draper,laplace,chib",
+    assert main(["compare", str(csv), "--n-classes", "2", "--methods", "draper,laplace,chib",
                  "--json", "--restarts", "5"]) == 0
 
 

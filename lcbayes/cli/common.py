@@ -18,8 +18,9 @@ from ..data import DEFAULT_MAX_CATEGORIES, Dataset
 from ..errors import LcbayesError
 from ..structure import Structure
 
-__all__ = ["UsageError", "add_data_arguments", "check_output", "default", "engine_options",
-           "read_data", "structure_file"]
+__all__ = ["UsageError", "add_data_arguments", "add_engine_option_argument",
+           "add_executor_arguments", "check_output", "default", "engine_options",
+           "executor_options", "parse_engine_options", "read_data", "structure_file"]
 
 
 class UsageError(LcbayesError):
@@ -37,6 +38,63 @@ def engine_options(args: argparse.Namespace, **names: str) -> dict:
     engine arguments to option attributes); an option left out keeps the engine's default."""
     return {arg: getattr(args, attr) for arg, attr in names.items()
             if getattr(args, attr) is not None}
+
+
+def add_engine_option_argument(parser: argparse.ArgumentParser) -> None:
+    """``--engine-option ENGINE.NAME=VALUE`` (repeatable): ``lcb.compare``'s
+    ``engine_options`` on the command line (:func:`parse_engine_options`)."""
+    parser.add_argument("--engine-option", action="append", default=[],
+                        metavar="ENGINE.NAME=VALUE",
+                        help="an option of one engine behind the methods, as lcb.compare's "
+                             "engine_options (repeatable): ais.chains=32, smc.particles=256, "
+                             "blrt.replicates=99, em.max_iter=500, exact.max_terms=1e6, "
+                             "ais.target_stderr=null")
+
+
+def add_executor_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--executor``, ``--scheduler`` and ``--workers``: where ``what`` run, as the
+    ``executor``, ``scheduler`` and ``workers`` arguments of the Python functions
+    (:func:`lcbayes.execution.executor`)."""
+    parser.add_argument("--executor", default=None, choices=["serial", "dask"],
+                        help=f"run {what} here (serial, default) or as Dask tasks (dask; needs "
+                             "lcbayes[dask]): a local cluster of --workers processes, or the "
+                             "cluster of --scheduler")
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="the Dask scheduler to join (tcp://host:8786; default: "
+                             "$LCBAYES_SCHEDULER); implies --executor dask")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="how many run at once: threads here, or the processes of the "
+                             "local Dask cluster with --executor dask (default: the CPU "
+                             "cores); the numbers are the same")
+
+
+def executor_options(args: argparse.Namespace) -> dict:
+    """The ``executor``, ``scheduler`` and ``workers`` arguments of
+    :func:`add_executor_arguments`, checked."""
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    executor = "dask" if args.scheduler is not None else args.executor
+    if args.executor == "serial" and args.scheduler is not None:
+        raise UsageError("--scheduler runs on Dask: leave out --executor serial")
+    return {"executor": executor, "scheduler": args.scheduler, "workers": args.workers}
+
+
+def parse_engine_options(items: list[str]) -> dict[str, dict]:
+    """``["ais.chains=32", "ais.kernel=mh"]`` -> ``{"ais": {"chains": 32, "kernel": "mh"}}``:
+    each value read as JSON (numbers, ``true``, ``null``, lists), else kept as text."""
+    options: dict[str, dict] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        engine, dot, name = key.strip().partition(".")
+        if not sep or not dot or not engine or not name:
+            raise UsageError(f"bad --engine-option {item!r}: write ENGINE.NAME=VALUE, e.g. "
+                             "ais.chains=32")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        options.setdefault(engine, {})[name] = value
+    return options
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,7 +137,7 @@ def read_data(args: argparse.Namespace) -> Dataset:
     from ..streaming.reader import scan_file
 
     sizes = {} if chunk_rows is None else {"chunk_rows": chunk_rows}
-    return scan_file(args.data, columns, max_categories=args.max_categories,
+    return scan_file(args.data, columns=columns, max_categories=args.max_categories,
                      encoding=args.encoding, sep=args.sep, allow_ragged=args.allow_ragged,
                      **sizes).to_dataset()
 

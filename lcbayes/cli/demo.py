@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,8 +36,9 @@ DEMO_ROWS = 500
 #: Demo run: the methods (the default evidence route, lcb.smc), EM/VBEM restarts, and the
 #: seconds the SMC runs of the five candidates share (LC(2), a misfit with two unequal modes,
 #: would otherwise take rounds of up to 1024 particles: minutes).
-DEMO_SETTINGS = {"restarts": 10, "methods": ("bic", "bic_e", "aic", "icl", "cs", "vbem", "smc"),
-                 "time_budget": 120.0}
+DEMO_SETTINGS: dict[str, Any] = {
+    "restarts": 10, "methods": ("bic", "bic_e", "aic", "icl", "cs", "vbem", "smc"),
+    "time_limit": 120.0}
 
 
 def add_parser(sub) -> None:
@@ -84,9 +86,9 @@ def run(args: argparse.Namespace) -> int:
         check_output(str(out / name), "--out")
     data = demo_data(args.seed)
     csv_path = write_text(out / "demo.csv", data.to_pandas().to_csv(index=False))
-    print(f"wrote {csv_path} (the simulated data: lcbayes compare {csv_path} --classes 1-5 "
+    print(f"wrote {csv_path} (the simulated data: lcbayes compare {csv_path} --n-classes 1-5 "
           "compares them again)")
-    comp = compare(data, classes=range(1, 6), seed=args.seed, **DEMO_SETTINGS)
+    comp = compare(data, n_classes=range(1, 6), seed=args.seed, **DEMO_SETTINGS)
     truth = pd.DataFrame(
         [[f"class {k + 1}", share, *profile] for k, (share, profile)
          in enumerate(zip(DEMO_SHARES, DEMO_PROFILES, strict=True))],

@@ -3,11 +3,11 @@ evidence of each ``K``, for when the sampler's own cannot be believed.
 
 The sampler reads ``p(K | y)`` off its draws of ``k``, so it is only as good as their mixing
 between numbers of classes; on large data sets (thousands of rows) split and merge are almost
-never accepted and the chains stay where they started (:class:`~lcbayes.samplers.results.
-KMixing`). The evidence ``p(y | K)`` of each ``K`` needs no such mixing: :func:`lcbayes.compare`
-over ``K = 1 .. upper`` with the methods that need no long sampling (:data:`METHODS`: BIC, VBEM
-and SMC with bridge sampling, plus the exact evidence where it is small enough) gives
-``ln p(y | K)`` with standard errors, and
+never accepted and the chains stay where they started
+(:class:`~lcbayes.samplers.results.KMixingResult`). The evidence ``p(y | K)`` of each ``K``
+needs no such mixing: :func:`lcbayes.compare` over ``K = 1 .. upper`` with the methods that need
+no long sampling (:data:`METHODS`: BIC, VBEM and SMC with bridge sampling, plus the exact
+evidence where it is small enough) gives ``ln p(y | K)`` with standard errors, and
 
     p(K | y) = p(K) p(y | K) / sum_{K' <= upper} p(K') p(y | K'),
 
@@ -17,10 +17,10 @@ largest ``K`` holding at least :data:`MIN_SHARE` of the sampler's draws, plus on
 ``--max-classes``: beyond it the sampler saw (next to) nothing.
 
 ``--evidence auto`` (default) runs the route when the sampler's posterior is not
-:attr:`~lcbayes.samplers.results.KMixing.reliable` (R-hat of ``k`` too high, bulk ESS too low,
-or the draws piled at ``--max-classes``), ``yes`` always, ``no`` never; ``--time-budget`` (the
-seconds of the SMC runs, shared by the ``K`` compared) and ``--smc-particles`` are passed on to
-``lcbayes compare``. The budget is not a hard limit: every ``K`` gets two SMC runs at least,
+:attr:`~lcbayes.samplers.results.KMixingResult.reliable` (R-hat of ``k`` too high, bulk ESS too
+low, or the draws piled at ``--max-classes``), ``yes`` always, ``no`` never; ``--time-limit``
+(the seconds of the SMC runs, shared by the ``K`` compared) and ``--engine-option`` are passed on
+to ``lcbayes compare``. The budget is not a hard limit: every ``K`` gets two SMC runs at least,
 each in as many class slots as the largest ``K`` (the candidates share one compiled program), so
 on the 1785 rows of the election ratings ``K = 1..10`` took 19 minutes with a budget of 60 s.
 Where SMC gives no usable estimate the comparison falls back to VBEM's bound, whose error is
@@ -39,14 +39,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..comparison import compare, posterior_probabilities
+from ..comparison.engine_options import resolve as resolve_options
 from ..constructors import latent_class
 from ..render import json_value, text_table, wrap
-from .common import UsageError, default, engine_options
+from .common import UsageError, add_engine_option_argument, parse_engine_options
 
 if TYPE_CHECKING:
-    from ..comparison.table import Comparison
+    from ..comparison.table import ComparisonResult
     from ..data import Dataset
-    from ..samplers.results import KMixing
+    from ..samplers.results import KMixingResult
 
 __all__ = ["EVIDENCE_CHOICES", "METHODS", "MIN_SHARE", "EvidenceRoute", "add_arguments",
            "check_arguments", "evidence_route", "upper_classes", "wanted"]
@@ -61,39 +62,34 @@ MIN_SHARE = 0.01
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--evidence``, ``--time-budget`` and ``--smc-particles``."""
+    """``--evidence``, ``--time-limit`` and ``--engine-option``."""
     parser.add_argument("--evidence", default="auto", choices=EVIDENCE_CHOICES,
                         help="the posterior of K from the evidence of each K (lcbayes compare "
                              f"by {', '.join(METHODS)}), which needs no mixing: when the "
                              "sampler's cannot be believed (auto, default), always (yes) or "
                              "never (no: only the warning)")
-    parser.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                         help="seconds for the SMC evidence runs of all K together; each K "
-                             "still gets two runs (default: lcbayes compare's --smc-runs runs "
-                             "each)")
-    parser.add_argument("--smc-particles", type=int, default=None,
-                        help=f"particles per SMC run of the evidence route (default "
-                             f"{default(compare, 'smc_particles')}; more where the output "
-                             f"says SMC gave no usable estimate)")
+                             "still gets two runs (default: no limit)")
+    add_engine_option_argument(parser)
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    """Refuse, before the sampler starts, a ``--time-budget`` that is not a positive number,
-    fewer ``--smc-particles`` than :func:`lcbayes.smc` takes (4), and either of them with
-    ``--evidence no``, which would leave it unused."""
-    budget, particles = args.time_budget, args.smc_particles
+    """Refuse, before the sampler starts, a ``--time-limit`` that is not a positive number,
+    an ``--engine-option`` that :func:`lcbayes.compare` would refuse (an unknown engine or
+    option), and either of them with ``--evidence no``, which would leave it unused."""
+    budget = args.time_limit
     if budget is not None and not (np.isfinite(budget) and budget > 0):
-        raise UsageError(f"--time-budget must be a positive number of seconds, got {budget}")
-    if particles is not None and particles < 4:
-        raise UsageError(f"--smc-particles must be at least 4, got {particles}")
-    given = [o for o, v in (("--time-budget", budget), ("--smc-particles", particles))
-             if v is not None]
+        raise UsageError(f"--time-limit must be a positive number of seconds, got {budget}")
+    resolve_options(parse_engine_options(args.engine_option), [])
+    given = [o for o, v in (("--time-limit", budget), ("--engine-option", args.engine_option))
+             if v]
     if given and args.evidence == "no":
         raise UsageError(f"{given[0]} is for the evidence route, which --evidence no turns "
                          f"off; leave one of them out")
 
 
-def wanted(mode: str, mixing: KMixing) -> bool:
+def wanted(mode: str, mixing: KMixingResult) -> bool:
     """Whether ``--evidence mode`` runs the route after a sampler whose mixing is ``mixing``."""
     return mode == "yes" or (mode == "auto" and not mixing.reliable)
 
@@ -123,10 +119,10 @@ class EvidenceRoute:
             comparison's 1, else ``None``.
     """
 
-    comparison: Comparison
+    comparison: ComparisonResult
     prior_k: dict[int, float]
     sampler_k: dict[int, float]
-    mixing: KMixing
+    mixing: KMixingResult
     asked: bool
     n_rows: int
     data_name: str
@@ -135,7 +131,8 @@ class EvidenceRoute:
 
     @property
     def classes(self) -> list[int]:
-        return [int(s.n_classes) for s in self.comparison.structures]
+        return [int(s.n_classes) for s in self.comparison.structures
+                if s.n_classes is not None]  # all of them: latent class models
 
     @cached_property
     def posterior(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -182,7 +179,7 @@ class EvidenceRoute:
         if self.classes[int(np.nanargmax(p))] != upper:
             return None
         wider = (f"rerun with --max-classes {2 * upper}" if upper == self.mixing.max_classes
-                 else f"compare more: lcbayes compare {self.data_name} --classes "
+                 else f"compare more: lcbayes compare {self.data_name} --n-classes "
                       f"1-{upper + 3}")
         return (f"K = {upper}, the largest compared, is the most probable: more classes may fit "
                 f"better; {wider}")
@@ -203,18 +200,19 @@ class EvidenceRoute:
 
     def to_dict(self) -> dict:
         """The ``evidence`` object of ``lcbayes rjmcmc --json``: why it ran (``reason``),
-        ``classes``, ``methods``, ``believe`` and ``verdict``, ``rows`` (:meth:`rows`),
+        ``n_classes``, ``methods``, ``believe`` and ``verdict``, ``rows`` (:meth:`rows`),
         ``unmeasured_note``, ``edge_note``, ``prior_note``, ``seconds`` and the whole
-        comparison (``comparison``: :meth:`lcbayes.Comparison.to_dict`, rows and metadata)."""
+        comparison (``comparison``: :meth:`lcbayes.ComparisonResult.summary_dict`, rows and
+        metadata)."""
         return json_value({
             "reason": "asked (--evidence yes)" if self.asked
             else "the sampler's posterior of K is not reliable",
-            "classes": self.classes, "methods": list(self.comparison.methods),
+            "n_classes": self.classes, "methods": list(self.comparison.methods),
             "believe": self.believe, "verdict": self.verdict(), "rows": self.rows(),
             "unmeasured_note": self.unmeasured_note(), "edge_note": self.edge_note(),
             "prior_note": self.prior_note(),
             "seconds": self.seconds,
-            "comparison": self.comparison.to_dict()})
+            "comparison": self.comparison.summary_dict()})
 
     def text(self) -> str:
         """The plain output's section: the table, the verdict, notes on flags and the edge."""
@@ -247,8 +245,9 @@ class EvidenceRoute:
             return None
         return (f"For K = {', '.join(map(str, ks))} the evidence is VBEM's bound (F + ln S), "
                 f"SMC having given no usable estimate (see the flags): its error is not "
-                f"measured, so those intervals are too narrow. More --smc-particles (or a "
-                f"larger --time-budget) give SMC estimates there.")
+                f"measured, so those intervals are too narrow. More particles "
+                f"(--engine-option smc.particles=512) or a larger --time-limit give SMC "
+                f"estimates there.")
 
     def prior_note(self) -> str | None:
         """Why the two posteriors may differ apart from mixing: the sampler's ``--prior``."""
@@ -263,10 +262,10 @@ def _num(value: float | None, digits: int) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def evidence_route(data: Dataset, args: argparse.Namespace, mixing: KMixing,
+def evidence_route(data: Dataset, args: argparse.Namespace, mixing: KMixingResult,
                    posterior_k: dict[int, float], prior_k: dict[int, float]) -> EvidenceRoute:
     """Compare ``K = 1 ..`` :func:`upper_classes` by :data:`METHODS` on ``data`` with the
-    command line's seed, ``--time-budget`` and ``--smc-particles`` (no progress bars with
+    command line's seed, ``--time-limit`` and ``--engine-option`` (no progress bars with
     ``--json``). One line on stderr says what runs first: on thousands of rows it takes
     minutes."""
     start = time.perf_counter()
@@ -275,10 +274,10 @@ def evidence_route(data: Dataset, args: argparse.Namespace, mixing: KMixing,
     print(f"lcbayes: {why}; running the evidence route: compare K = 1..{upper} by "
           f"{', '.join(METHODS)} (minutes on thousands of rows; --evidence no skips it)",
           file=sys.stderr, flush=True)
-    options = engine_options(args, time_budget="time_budget", smc_particles="smc_particles")
     comp = compare(data, {f"LC({k})": latent_class(data, k) for k in range(1, upper + 1)},
-                   methods=list(METHODS), seed=args.seed,
-                   progress=not args.json, **options)
+                   methods=list(METHODS), seed=args.seed, progress=not args.json,
+                   time_limit=args.time_limit,
+                   engine_options=parse_engine_options(args.engine_option))
     return EvidenceRoute(comparison=comp, prior_k=prior_k, sampler_k=posterior_k,
                          mixing=mixing, asked=args.evidence == "yes", n_rows=data.n_rows,
                          data_name=args.data, seconds=time.perf_counter() - start,

@@ -1,4 +1,4 @@
-"""``lcbayes fit DATA.csv --classes K [--structure FILE.json] [--method em|vbem|ais|exact]``:
+"""``lcbayes fit DATA.csv --n-classes K [--structure FILE.json] [--method em|vbem|ais|exact]``:
 fit one model and print a readable summary, or one JSON object (the result's ``to_dict()``)
 with ``--json``:
 
@@ -61,7 +61,7 @@ def add_parser(sub) -> None:
     fit = sub.add_parser("fit", help="fit one model (EM, VBEM, AIS or exact evidence) and "
                                      "print its estimates and scores")
     add_data_arguments(fit)
-    fit.add_argument("--classes", type=int, help="number of latent classes (latent class model)")
+    fit.add_argument("--n-classes", type=int, help="number of latent classes (latent class model)")
     fit.add_argument("--structure", help="JSON file describing an HLC or DAG structure instead")
     fit.add_argument("--method", default="em", choices=["em", "vbem", "ais", "exact"],
                      help="em (estimates and scores, default), vbem (variational bound), ais "
@@ -145,7 +145,7 @@ def _result(args: argparse.Namespace, structure, data):
     se = {None: "empirical", "none": None}.get(args.se, args.se)
     restarts = default(em, "restarts") if args.restarts is None else args.restarts
     return em(structure, data, seed=args.seed, prior=args.prior, keep=args.keep,
-              algorithm=args.algorithm, eta=args.eta,
+              eta=args.eta, **engine_options(args, algorithm="algorithm"),
               standard_errors=se if args.prior is None else None,
               progress=not args.json and restarts >= PROGRESS_RESTARTS, **options)
 
@@ -160,10 +160,10 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     _check_options(args)
     data = read_data(args)
-    if (args.classes is None) == (args.structure is None):
-        raise UsageError("give exactly one of --classes K or --structure FILE.json")
-    if args.classes is not None:
-        structure = latent_class(data, args.classes)
+    if (args.n_classes is None) == (args.structure is None):
+        raise UsageError("give exactly one of --n-classes K or --structure FILE.json")
+    if args.n_classes is not None:
+        structure = latent_class(data, args.n_classes)
     else:
         structure = structure_file(args.structure, data)
         data = structure.check_data(data)
@@ -175,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
             out.update(n_parameters=structure.n_parameters,
                        effective_dimension=effective_dimension(structure))
         else:
+            assert indices is not None  # computed for method em
             out.update(abic=indices["abic"], caic=indices["caic"], indices=indices)
         out["seconds"] = time.perf_counter() - start
         print(json.dumps(out))

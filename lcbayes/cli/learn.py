@@ -1,5 +1,5 @@
 """``lcbayes learn DATA.csv [--skeleton tree.json | --tree [METHOD]] [--score bic]
-[--method splitmerge] [--seed N] [--time-limit S] [--scheduler ADDRESS | --workers N] [--json]
+[--method splitmerge] [--seed N] [--time-limit S] [--executor dask] [--workers N] [--json]
 [--report out.html]``: search for
 the number of latent classes (:func:`lcbayes.learn_classes`, Karčiauskas 2005), with
 ``--skeleton`` for the hidden cardinalities of an HLC model on that tree
@@ -12,8 +12,9 @@ best model with the path of moves, or with ``--json`` one object: the chosen mod
 A skeleton file is JSON ``{"tree": {hidden: [children]}}`` (a structure file of kind ``hlc``
 also works); its ``"cardinalities"``, if any, are used only by ``--method fixed``.
 
-With ``--tree``, ``--scheduler`` / ``--workers`` score each step's candidates on a Dask
-cluster (and run the latent class bound beside the tree search); the result is the same.
+With ``--tree``, ``--executor dask`` (or ``--scheduler``) and ``--workers`` score each step's
+candidates on a Dask cluster (and run the latent class bound beside the tree search); the
+result is the same.
 """
 
 from __future__ import annotations
@@ -23,7 +24,15 @@ import json
 from pathlib import Path
 
 from ..learn import METHODS, SCORES, learn_classes, learn_hlc, learn_tree
-from .common import UsageError, add_data_arguments, check_output, default, read_data
+from .common import (
+    UsageError,
+    add_data_arguments,
+    add_executor_arguments,
+    check_output,
+    default,
+    executor_options,
+    read_data,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -55,7 +64,7 @@ def add_parser(sub) -> None:
     cmd.add_argument("--method", default=default(learn_classes, "method"),
                      help=f"the search: {', '.join(METHODS)} (default "
                           f"{default(learn_classes, 'method')})")
-    cmd.add_argument("--classes", type=int, default=None,
+    cmd.add_argument("--n-classes", type=int, default=None,
                      help="the number of classes of --method fixed (with --skeleton: the "
                           "file's cardinalities)")
     cmd.add_argument("--max-classes", type=int, default=None,
@@ -64,13 +73,8 @@ def add_parser(sub) -> None:
                      help=f"random seed (default {default(learn_classes, 'seed')})")
     cmd.add_argument("--time-limit", type=float, default=None,
                      help="seconds; return the best model found when they run out")
-    cmd.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                     help="with --tree: score the candidates on the Dask cluster of this "
-                          "scheduler (tcp://host:8786; default: $LCBAYES_SCHEDULER); needs "
-                          "lcbayes[dask]")
-    cmd.add_argument("--workers", type=int, default=None,
-                     help="with --tree: score the candidates on a local Dask cluster of this "
-                          "many worker processes (needs lcbayes[dask]); the result is the same")
+    add_executor_arguments(cmd, "each step's candidates of --tree (and the latent class "
+                                "bound beside the tree search)")
     cmd.add_argument("--report", help="write a self-contained HTML report here")
     cmd.add_argument("--json", action="store_true",
                      help="print one JSON object {best, path, settings, ...}; no progress bar")
@@ -94,28 +98,25 @@ def run(args: argparse.Namespace) -> int:
     if args.time_limit is not None and not args.time_limit > 0:
         raise UsageError(f"--time-limit must be a positive number of seconds, got "
                          f"{args.time_limit:g}")
-    if args.workers is not None and args.workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {args.workers}")
-    if args.tree is None and (args.workers is not None or args.scheduler is not None):
-        raise UsageError("--scheduler and --workers work with --tree (the tree search); the "
-                         "latent class and HLC searches run here")
+    where = executor_options(args)
+    if args.tree is None and any(v is not None for v in where.values()):
+        raise UsageError("--executor, --scheduler and --workers work with --tree (the tree "
+                         "search); the latent class and HLC searches run here")
     data = read_data(args)
     common = {"score": args.score, "method": args.method, "seed": args.seed,
               "time_limit": args.time_limit, "progress": not args.json}
     if args.tree is not None:
-        if args.skeleton is not None or args.classes is not None:
-            raise UsageError("--tree learns the tree; leave out --skeleton and --classes")
+        if args.skeleton is not None or args.n_classes is not None:
+            raise UsageError("--tree learns the tree; leave out --skeleton and --n-classes")
         result = learn_tree(data, score=args.score, seed=args.seed, time_limit=args.time_limit,
                             max_hidden=args.max_hidden, method=args.tree,
-                            lc_bound=not args.no_lc_bound, progress=not args.json,
-                            executor="dask" if args.workers is not None else None,
-                            scheduler=args.scheduler, workers=args.workers)
+                            lc_bound=not args.no_lc_bound, progress=not args.json, **where)
     elif args.skeleton is None:
-        result = learn_classes(data, classes=args.classes, max_classes=args.max_classes,
+        result = learn_classes(data, n_classes=args.n_classes, max_classes=args.max_classes,
                                **common)
     else:
-        if args.classes is not None:
-            raise UsageError("--classes is for latent class models; with --skeleton, "
+        if args.n_classes is not None:
+            raise UsageError("--n-classes is for latent class models; with --skeleton, "
                              "--method fixed reads the file's cardinalities")
         tree, cards = _skeleton_file(args.skeleton)
         result = learn_hlc(data, tree, max_cardinality=args.max_classes,

@@ -1,21 +1,22 @@
-"""``lcbayes rjmcmc DATA.csv [--sampler rjmcmc|allocation] [--max-classes K] [--draws N]
+"""``lcbayes rjmcmc DATA.csv [--method rjmcmc|allocation] [--max-classes K] [--draws N]
 [--warmup N] [--chains C] [--heats H] [--seed S] [--prior-k uniform|poisson]
-[--relabel stephens|ecr|pivot|constraint] [--evidence auto|yes|no] [--time-budget SECONDS]
-[--smc-particles P] [--report out.html] [--markdown out.md] [--json]``:
+[--relabel-method stephens|ecr|pivot|constraint] [--evidence auto|yes|no] [--time-limit SECONDS]
+[--engine-option smc.particles=P] [--report out.html] [--markdown out.md] [--json]``:
 sample the posterior over the number of classes ``K = 1 .. max_classes`` and the parameters by
 reversible jump (:func:`lcbayes.rjmcmc`) or by the collapsed allocation sampler with ``--heats``
-tempered replicas per chain (``--sampler allocation``, :func:`lcbayes.allocation_sampler`),
+tempered replicas per chain (``--method allocation``, :func:`lcbayes.allocation_sampler`),
 with the sampler's defaults for the options left out, relabel the draws with the most visited
 ``K`` and summarise them with ArviZ (:func:`lcbayes.diagnostics`: R-hat, bulk and tail ESS).
 
 It prints the posterior of ``K``, the acceptance rate of every move type and the summary table.
 When the sampler's posterior of ``K`` cannot be believed (the chains did not mix between numbers
-of classes, or piled at ``--max-classes``: :attr:`~lcbayes.samplers.results.KMixing.reliable`),
-it says so plainly and runs the route that holds at that size (:mod:`.evidence_route`):
-``lcbayes compare`` of ``K = 1 ..`` (one more than the largest ``K`` the sampler visited, at
-most ``--max-classes``) by BIC, VBEM and SMC, whose evidences give ``p(K | y)`` with 95%
-intervals, printed beside the sampler's with which one to believe. ``--evidence yes`` runs it
-always, ``no`` never; ``--time-budget`` and ``--smc-particles`` are passed on to ``compare``.
+of classes, or piled at ``--max-classes``:
+:attr:`~lcbayes.samplers.results.KMixingResult.reliable`), it says so plainly and runs the route
+that holds at that size (:mod:`.evidence_route`): ``lcbayes compare`` of ``K = 1 ..`` (one more
+than the largest ``K`` the sampler visited, at most ``--max-classes``) by BIC, VBEM and SMC,
+whose evidences give ``p(K | y)`` with 95% intervals, printed beside the sampler's with which
+one to believe. ``--evidence yes`` runs it always, ``no`` never; ``--time-limit`` and
+``--engine-option`` are passed on to ``compare``.
 
 With ``--json`` it prints one object (:func:`rjmcmc_summary`): ``posterior_k`` and ``prior_k`` as
 ``{"K": probability}`` (JSON object keys are strings: ``"1"`` .. ``"max_classes"``),
@@ -23,14 +24,14 @@ With ``--json`` it prints one object (:func:`rjmcmc_summary`): ``posterior_k`` a
 (``{move: rate}``: split, merge, birth, death, or eject, absorb, swap; ``null`` for a move
 never proposed) and
 ``proposed`` (``{move: count}``), ``k_diagnostics`` (R-hat and ESS of the trace of ``k``),
-``k_mixing`` (:meth:`lcbayes.samplers.results.KMixing.to_dict`: ``r_hat``, ``ess_bulk``,
+``k_mixing`` (:meth:`lcbayes.samplers.results.KMixingResult.to_dict`: ``r_hat``, ``ess_bulk``,
 ``split``, ``merge``, ``mixed``, ``suggested_draws``, ``ceiling_share``, ``ceiling_rising``,
 ``at_ceiling``, ``reliable`` and ``warning``), ``diagnostics`` (R-hat/ESS
 summary after relabelling on ``modal_k``: ``max_rhat``, ``min_ess_bulk``, ``flagged`` and the
 table ``summary``, classes numbered from 1), ``relabelling``, ``seconds``, ``sampler_seconds``,
 ``n_rows``, ``n_patterns``, ``columns``, ``seed``, ``draws``, ``warmup``, ``chains``, ``thin``,
 ``max_classes``, and ``evidence``: ``null`` when the evidence route did not run, else
-:meth:`~.evidence_route.EvidenceRoute.to_dict` (``reason``, ``classes``, ``methods``,
+:meth:`~.evidence_route.EvidenceRoute.to_dict` (``reason``, ``n_classes``, ``methods``,
 ``believe``, ``verdict``, ``rows`` per ``K`` with ``log_evidence``, ``log_evidence_stderr``,
 ``evidence_method``, ``posterior``, ``posterior_low``, ``posterior_high``,
 ``sampler_posterior`` and ``flags``, ``unmeasured_note``, ``edge_note``, ``prior_note``,
@@ -43,7 +44,7 @@ the chains did not move between numbers of classes, one line with the R-hat and 
 the split/merge acceptance, a ``--draws`` to rerun with and the ``lcbayes compare`` command
 that needs no mixing (with the evidence route run: the pointer to its posterior), and, when
 the posterior of ``K`` is still rising at ``--max-classes``, a larger bound to rerun with
-(:class:`~lcbayes.samplers.results.KMixing`).
+(:class:`~lcbayes.samplers.results.KMixingResult`).
 """
 
 from __future__ import annotations
@@ -74,12 +75,12 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..samplers.diagnostics import Diagnostics
+    from ..samplers.diagnostics import DiagnosticsResult
     from ..samplers.results import RJMCMCResult
 
 __all__ = ["SAMPLERS", "add_parser", "rjmcmc_summary", "run"]
 
-#: The samplers of ``--sampler``.
+#: The samplers of ``--method``.
 SAMPLERS = {"rjmcmc": rjmcmc, "allocation": allocation_sampler}
 
 
@@ -93,7 +94,7 @@ def add_parser(sub) -> None:
                     "with the most visited K and print the posterior of K, the acceptance "
                     "rates and an ArviZ summary (R-hat, bulk and tail ESS).")
     add_data_arguments(rj)
-    rj.add_argument("--sampler", default="rjmcmc", choices=list(SAMPLERS),
+    rj.add_argument("--method", default="rjmcmc", choices=list(SAMPLERS),
                     help="rjmcmc (reversible jump, default) or allocation (the collapsed "
                          "allocation sampler of Nobile & Fearnside with parallel tempering)")
     for option, name, text in (
@@ -119,7 +120,7 @@ def add_parser(sub) -> None:
     rj.add_argument("--prior", type=float, default=None,
                     help="Dirichlet pseudo-count of the class weights and item tables "
                          "(default 1)")
-    rj.add_argument("--relabel", default="stephens", choices=list(RELABEL_METHODS),
+    rj.add_argument("--relabel-method", default="stephens", choices=list(RELABEL_METHODS),
                     help="relabelling before the diagnostics (default stephens)")
     route.add_arguments(rj)
     rj.add_argument("--report", help="write the diagnostics as a self-contained HTML file here")
@@ -129,18 +130,19 @@ def add_parser(sub) -> None:
     rj.set_defaults(handler=run)
 
 
-def rjmcmc_summary(result: RJMCMCResult, diag: Diagnostics, data: Dataset,
+def rjmcmc_summary(result: RJMCMCResult, diag: DiagnosticsResult, data: Dataset,
                    data_name: str | None = None) -> dict:
     """The JSON object of ``lcbayes rjmcmc`` (module docstring) from the reversible jump
     ``result``, its diagnostics ``diag`` and the data (whose file ``data_name`` the mixing
     advice names); ``seconds`` is added by the caller. NaN becomes ``None``; keys of
     ``posterior_k`` and ``prior_k`` are strings."""
     idata = result.to_inference_data()
-    attrs = idata.posterior.attrs
-    table = diag.to_dict()
-    proposed = idata.sample_stats["proposed"].sum(("chain", "draw"))
+    attrs = idata["posterior"].attrs
+    table = diag.summary_dict()
+    proposed = idata["sample_stats"]["proposed"].sum(("chain", "draw"))
     heats = result.settings.get("heats")
     k_row = diag.table.loc["k"] if "k" in diag.table.index else None
+    assert diag.k_mixing is not None  # the diagnostics of reversible jump draws have it
     return json_value({
         "n_rows": data.n_rows, "n_patterns": data.n_patterns, "columns": list(data.columns),
         "max_classes": attrs["max_classes"], "draws": attrs["draws"],
@@ -148,7 +150,7 @@ def rjmcmc_summary(result: RJMCMCResult, diag: Diagnostics, data: Dataset,
         "seed": attrs["seed"],
         "prior_k": json.loads(attrs["prior_k_json"]),
         "posterior_k": {str(k): p for k, p in result.posterior_k.items()},
-        "modal_k": diag.k,
+        "modal_k": diag.conditioned_on,
         "sampler": result.engine,
         "heats": heats,
         "acceptance": result.acceptance,
@@ -156,16 +158,16 @@ def rjmcmc_summary(result: RJMCMCResult, diag: Diagnostics, data: Dataset,
                                                          proposed.values, strict=True)},
         "k_diagnostics": {c: (k_row[c] if k_row is not None else None)
                           for c in ("r_hat", "ess_bulk", "ess_tail")},
-        "k_mixing": diag.k_mixing.to_dict(data_name),
+        "k_mixing": diag.k_mixing.to_dict(data_name=data_name),
         "relabelling": table["relabelling"],
         "diagnostics": {key: table[key] for key in (
-            "k", "chains", "draws", "rhat_threshold", "max_rhat", "min_ess_bulk", "flagged",
-            "summary")},
+            "conditioned_on", "chains", "draws", "rhat_threshold", "max_rhat", "min_ess_bulk",
+            "flagged", "summary")},
         "sampler_seconds": result.seconds,
     })
 
 
-def _text(out: dict, diag: Diagnostics, path: str) -> str:
+def _text(out: dict, diag: DiagnosticsResult, path: str) -> str:
     """The plain output: settings, posterior of K, moves, diagnostics (the warnings follow on
     stderr)."""
     title = ("Reversible-jump MCMC" if out["sampler"] == "rjmcmc"
@@ -196,23 +198,23 @@ def _text(out: dict, diag: Diagnostics, path: str) -> str:
     return "\n".join(lines)
 
 
-def _sample(args: argparse.Namespace, data: Dataset) -> tuple[RJMCMCResult, Diagnostics]:
-    """Run the sampler of ``--sampler`` and diagnose its draws (the mixing advice is left to
+def _sample(args: argparse.Namespace, data: Dataset) -> tuple[RJMCMCResult, DiagnosticsResult]:
+    """Run the sampler of ``--method`` and diagnose its draws (the mixing advice is left to
     :func:`run`, which words it for the command line)."""
     from ..samplers.diagnostics import diagnostics  # ArviZ and matplotlib: only when run
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", KMixingWarning)
         options = engine_options(args, draws="draws", warmup="warmup")
-        if args.sampler == "allocation":
+        if args.method == "allocation":
             options.update(engine_options(args, heats="heats"))
         elif args.heats is not None:
-            raise UsageError("--heats is an option of --sampler allocation")
-        result = SAMPLERS[args.sampler](
+            raise UsageError("--heats is an option of --method allocation")
+        result = SAMPLERS[args.method](
             data, max_classes=args.max_classes, chains=args.chains, prior_k=args.prior_k,
             seed=args.seed, prior="dirichlet" if args.prior is None else args.prior,
             thin=args.thin, **options)
-        return result, diagnostics(result, relabel_method=args.relabel)
+        return result, diagnostics(result, relabel_method=args.relabel_method)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -234,11 +236,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write the report: {exc}") from None
     out = rjmcmc_summary(result, diag, data, args.data)
     evidence = None
+    assert diag.k_mixing is not None  # the diagnostics of reversible jump draws have it
     if route.wanted(args.evidence, diag.k_mixing):
         evidence = route.evidence_route(data, args, diag.k_mixing, result.posterior_k,
                                         {int(k): p for k, p in out["prior_k"].items()})
     warning = diag.k_mixing.warning(
-        args.data, evidence_classes=evidence.classes[-1] if evidence else None)
+        data_name=args.data, evidence_classes=evidence.classes[-1] if evidence else None)
     if warning:
         warnings.warn(warning, KMixingWarning, stacklevel=1)
     out["k_mixing"]["warning"] = warning  # pointing to the evidences when they ran

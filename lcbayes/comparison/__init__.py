@@ -3,7 +3,7 @@
 The package is the pipeline of :func:`compare`, one module a stage::
 
     candidates ─► needs (engine runs) ─► methods (scores) ─► flags ─► choice of evidence
-               ─► table (Comparison) ─► report / figures
+               ─► table (ComparisonResult) ─► report / figures
 
 * :mod:`.candidates`: the structures compared and their names;
 * :mod:`.registry`: the **method registry** (methods, the engine runs they need, flags);
@@ -12,7 +12,7 @@ The package is the pipeline of :func:`compare`, one module a stage::
   vbem, ais, exact);
 * :mod:`.flags`: the diagnostic flags and their thresholds;
 * :mod:`.evidence`: the choice of each row's log evidence and posterior model probabilities;
-* :mod:`.table`: :class:`Comparison`, the tidy table and its JSON form;
+* :mod:`.table`: :class:`ComparisonResult`, the tidy table and its JSON form;
 * :mod:`.report`, :mod:`.figures`: text, HTML and Markdown reports;
 * :mod:`.run`: :func:`compare` itself.
 
@@ -21,7 +21,7 @@ Every number is on the natural-log evidence scale, ``ln p(y | m)``, **higher is 
 
 Example::
 
-    comp = lcb.compare(data, classes=range(1, 6), seed=0)
+    comp = lcb.compare(data, n_classes=range(1, 6), seed=0)
     comp.to_frame()[["name", "bic", "elbo_corrected", "ais", "posterior_prob", "flags"]]
     comp.to_html("reports/survey.html")
 """
@@ -29,6 +29,7 @@ Example::
 from __future__ import annotations
 
 from . import methods as _built_in  # noqa: F401  (registers the built-in methods)
+from .engine_options import COMPARE_DEFAULTS
 from .evidence import POSTERIOR_DRAWS, POSTERIOR_LEVEL, posterior_probabilities
 from .flags import (
     AIS_BELOW_VBEM_SE,
@@ -52,23 +53,24 @@ from .registry import (
     register_need,
     selectable_methods,
     unregister,
+    unregister_need,
 )
-from .run import EXACT_MAX_TERMS, compare
-from .table import Comparison
+from .run import compare
+from .table import ComparisonResult
 
 __all__ = [
     "AIS_BELOW_VBEM_SE",
     "AIS_MIN_ESS_FRACTION",
     "AIS_OFF_EXACT_SE",
+    "COMPARE_DEFAULTS",
     "EMPTY_CLASS_Z",
-    "EXACT_MAX_TERMS",
     "LOCAL_OPTIMUM_TOL",
     "POSTERIOR_DRAWS",
     "POSTERIOR_LEVEL",
     "SINGULAR_LEVEL",
     "CandidateFits",
     "Column",
-    "Comparison",
+    "ComparisonResult",
     "EvidenceRole",
     "Flag",
     "Method",
@@ -82,4 +84,5 @@ __all__ = [
     "selectable_methods",
     "singular_reasons",
     "unregister",
+    "unregister_need",
 ]

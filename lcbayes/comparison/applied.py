@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..render import fmt, html_table
 
 if TYPE_CHECKING:
-    from .table import Comparison
+    from .table import ComparisonResult
 
 __all__ = ["applied_table"]
 
@@ -23,7 +23,7 @@ _APPLIED = (("LL", "loglik", 1.0), ("AIC", "aic", -2.0), ("BIC", "bic", -2.0),
             ("BLRT p", "blrt_p", 1.0))
 
 
-def applied_table(comp: Comparison) -> str | None:
+def applied_table(comp: ComparisonResult) -> str | None:
     """The table applied LCA papers print (Nylund, Asparouhov & Muthén 2007): per latent class
     candidate with an EM fit, its log-likelihood, parameters, AIC, BIC, aBIC and CAIC on the
     deviance scale (lower is better), and the entropy R^2, smallest class share and LMR / BLRT

@@ -1,5 +1,5 @@
 """The candidates of a comparison: structures on the same columns, each with a distinct name,
-from a list, a ``{name: structure}`` mapping or ``classes`` (numbers of latent classes).
+from a list, a ``{name: structure}`` mapping or ``n_classes`` (numbers of latent classes).
 
 Names are ``"LC(3)"`` for a latent class model, ``"HLC(H=2,H1=3)"`` for a tree and
 ``"DAG(s1=2,s2=2; 5 edges)"`` for a DAG unless given; a name used twice gets ``#2``, ``#3``.
@@ -56,22 +56,22 @@ def _from_classes(data: Dataset, classes) -> tuple[list[str], list[Structure]]:
     if isinstance(classes, int | np.integer) and not isinstance(classes, bool):
         classes = [classes]
     if isinstance(classes, str) or not isinstance(classes, Iterable):
-        raise LcbayesError(f"classes must be integers such as range(1, 6), got {classes!r}")
+        raise LcbayesError(f"n_classes must be integers such as range(1, 6), got {classes!r}")
     ks = list(classes)
     if not ks:
-        raise LcbayesError("classes is empty; give numbers of classes such as range(1, 6)")
+        raise LcbayesError("n_classes is empty; give numbers of classes such as range(1, 6)")
     for k in ks:
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-            raise LcbayesError(f"classes must be integers >= 1, got {k!r}")
+            raise LcbayesError(f"n_classes must be integers >= 1, got {k!r}")
     if len(set(ks)) != len(ks):
-        raise LcbayesError(f"classes lists a number twice: {ks}")
+        raise LcbayesError(f"n_classes lists a number twice: {ks}")
     return [f"LC({int(k)})" for k in ks], [latent_class(data, int(k)) for k in ks]
 
 
-def _distinct_names(names: list[str | None], structures: list[Structure]) -> list[str]:
+def _distinct_names(given: list[str | None], structures: list[Structure]) -> list[str]:
     """Given names, default names for the others, ``#2``, ``#3`` for repeats."""
     names = [n if n is not None else structure_name(s)
-             for n, s in zip(names, structures, strict=True)]
+             for n, s in zip(given, structures, strict=True)]
     seen: dict[str, int] = {}
     for i, n in enumerate(names):
         if n in seen:
@@ -87,24 +87,25 @@ def candidates(data: Dataset, structures, classes) -> tuple[list[str], list[Stru
     ``structures`` (a structure, a list or ``{name: structure}``) and ``classes``."""
     if (structures is None) == (classes is None):
         raise LcbayesError("give exactly one of candidates (a list of structures) or "
-                           "classes (e.g. range(1, 6) for latent class models)")
+                           "n_classes (e.g. range(1, 6) for latent class models)")
     if classes is not None:
         return _from_classes(data, classes)
     if isinstance(structures, Structure):
         structures = [structures]
+    given: list[str | None]
     if isinstance(structures, Mapping):
-        names, structures = [str(n) for n in structures], list(structures.values())
+        given, structures = [str(n) for n in structures], list(structures.values())
     else:
         structures = list(structures)
-        names = [None] * len(structures)
+        given = [None] * len(structures)
     if not structures:
         raise LcbayesError("candidates is empty; give at least one structure")
-    for n, s in zip(names, structures, strict=True):
+    for n, s in zip(given, structures, strict=True):
         if not isinstance(s, Structure):
             label = f"candidate {n!r}" if n is not None else "a candidate"
             raise LcbayesError(f"{label} is a {type(s).__name__}, not a Structure (build one "
                                "with lcb.latent_class, lcb.hlc or lcb.dag)")
-    names = _distinct_names(names, structures)
+    names = _distinct_names(given, structures)
     for i in range(len(structures)):
         for j in range(i):
             if structures[i] == structures[j]:

@@ -33,7 +33,7 @@ POSTERIOR_LEVEL = 0.95
 
 
 def posterior_probabilities(
-    log_evidence: Sequence[float],
+    log_evidence: Sequence[float] | np.ndarray,
     stderr: Sequence[float] | None = None,
     draws: int = POSTERIOR_DRAWS,
     level: float = POSTERIOR_LEVEL,

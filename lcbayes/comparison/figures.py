@@ -21,9 +21,11 @@ from ..render import fmt, png
 from . import registry
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
     from matplotlib.figure import Figure
+    from matplotlib.transforms import Bbox
 
-    from .table import Comparison
+    from .table import ComparisonResult
 
 __all__ = ["CAPTIONS", "figure_pngs", "figures", "label_points", "new_figure",
            "posterior_figure", "profiles_figure", "visible_range"]
@@ -48,7 +50,7 @@ def label_points(ax, xs, ys, labels, **style) -> int:
     renderer = FigureCanvasAgg(fig).get_renderer()
     fig.draw_without_rendering()
     inside = ax.get_window_extent(renderer)
-    placed = []
+    placed: list[Bbox] = []
     for x, y, label in zip(xs, ys, labels, strict=True):
         text = ax.annotate(str(label), (x, y), textcoords="offset points", xytext=(4, 4),
                            annotation_clip=True, **style)
@@ -104,7 +106,7 @@ def _mark_off_scale(ax, x: np.ndarray, names, values: np.ndarray, off: list[int]
                     color="0.3", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
 
 
-def _scores_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
+def _scores_figure(comp: ComparisonResult, frame: pd.DataFrame) -> Figure:
     styles = _styles()
     cols = [c for c in styles if c in frame and np.isfinite(frame[c].astype(float)).any()]
     fig = new_figure(figsize=(11, 4.8), layout="constrained")
@@ -171,7 +173,7 @@ def posterior_figure(frame: pd.DataFrame) -> Figure:
     return fig
 
 
-def _profiled(comp: Comparison) -> tuple[int, object] | None:
+def _profiled(comp: ComparisonResult) -> tuple[int, object] | None:
     """``(index, fit)`` of the chosen model (highest log evidence) for its class profiles:
     a latent class model with an EM fit (its estimate) or else a VB fit (posterior means)."""
     if comp.best is None:
@@ -183,7 +185,7 @@ def _profiled(comp: Comparison) -> tuple[int, object] | None:
     return i, fit
 
 
-def _profiles_figure(comp: Comparison, i: int, fit) -> Figure:
+def _profiles_figure(comp: ComparisonResult, i: int, fit) -> Figure:
     source = "EM estimate" if fit is comp.em[i] else "VB posterior means"
     return profiles_figure(comp.structures[i], fit,
                            f"{comp.best}: item response probabilities by class ({source})")
@@ -220,7 +222,7 @@ def profiles_figure(s, fit, title: str) -> Figure:
     return fig
 
 
-def _ais_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
+def _ais_figure(comp: ComparisonResult, frame: pd.DataFrame) -> Figure:
     runs = [(i, r) for i, r in enumerate(comp.ais) if r is not None]
     ncol = min(len(runs), 5)
     nrow = math.ceil(len(runs) / ncol)
@@ -259,7 +261,7 @@ def _ais_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
         for ax in (top, bottom):
             ax.tick_params(labelsize=7)
             ax.grid(alpha=0.3)
-    legend = {}  # one legend for every panel, outside them: {label: handle}
+    legend: dict[str, Artist] = {}  # one legend for every panel, outside them: {label: handle}
     for ax in axes[0::2].ravel():
         handles, labels = ax.get_legend_handles_labels()
         legend.update(zip(labels, handles, strict=True))
@@ -271,7 +273,7 @@ def _ais_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
     return fig
 
 
-def _acceptance_figure(comp: Comparison, frame: pd.DataFrame) -> Figure:
+def _acceptance_figure(comp: ComparisonResult, frame: pd.DataFrame) -> Figure:
     runs = [(i, r) for i, r in enumerate(comp.ais) if r is not None]
     fig = new_figure(figsize=(max(4.5, 1.3 * len(runs) + 2), 3.2), layout="constrained")
     ax = fig.subplots()
@@ -322,7 +324,7 @@ def _elbow_figure(frame: pd.DataFrame) -> Figure | None:
     return fig
 
 
-def figures(comp: Comparison) -> dict[str, Figure]:
+def figures(comp: ComparisonResult) -> dict[str, Figure]:
     """The report's figures: ``scores``, ``elbow`` (latent class candidates), ``posterior``,
     ``class_profiles`` (a chosen latent
     class model with an EM or VB fit) and, when AIS ran, ``ais_traces`` and ``ais_acceptance``
@@ -341,7 +343,7 @@ def figures(comp: Comparison) -> dict[str, Figure]:
     return out
 
 
-def figure_pngs(comp: Comparison) -> dict[str, bytes]:
+def figure_pngs(comp: ComparisonResult) -> dict[str, bytes]:
     """:func:`figures` rendered as PNG bytes (100 dpi)."""
     return {key: png(fig) for key, fig in figures(comp).items()}
 

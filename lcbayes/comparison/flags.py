@@ -188,7 +188,7 @@ def singular_reasons(fit: EMResult, previous: EMResult | None = None,
     from scipy.special import chdtrc, chdtri  # chi-square tails (scipy.stats is slow to load)
 
     s = fit.structure
-    if s.kind != "latent_class" or s.n_classes < 2:
+    if s.n_classes is None or s.n_classes < 2:  # None: not a latent class model
         return []
     reasons = []
     sizes = np.asarray(fit.expected_counts[s.nodes[s.root]], dtype=np.float64)

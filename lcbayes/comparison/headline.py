@@ -1,6 +1,6 @@
 """The one sentence that answers a comparison, naming what it rests on: the log evidence
 where every candidate has one, else the first requested ranked score
-(:attr:`Comparison.criterion <lcbayes.comparison.table.Comparison.criterion>`)."""
+(:attr:`ComparisonResult.criterion <lcbayes.comparison.table.ComparisonResult.criterion>`)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .table import Comparison
+    from .table import ComparisonResult
 
 __all__ = ["headline"]
 
 
-def headline(comp: Comparison) -> str:
+def headline(comp: ComparisonResult) -> str:
     """The one sentence that answers the comparison, naming what it rests on
-    (:attr:`Comparison.criterion <lcbayes.comparison.table.Comparison.criterion>`)."""
+    (:attr:`ComparisonResult.criterion <lcbayes.comparison.table.ComparisonResult.criterion>`)."""
     frame = comp.to_frame()
     have = [n for n, v in zip(frame["name"], frame["log_evidence"], strict=True)
             if np.isfinite(v)]

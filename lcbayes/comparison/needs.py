@@ -2,28 +2,29 @@
 per candidate in this order: the exact evidence (where small enough), the effective dimension,
 one maximum-likelihood EM fit, VBEM, AIS.
 
-* ``exact``: :func:`lcbayes.exact_evidence` with ``max_terms``; a problem too large for it gives
-  no result and a note (or stops the comparison when ``exact=True``).
+Each runs with the comparison's ``seed`` (and ``restarts`` where it has them) and the options
+``engine_options[name]`` gives it (:mod:`.engine_options`; the engines' defaults otherwise):
+
+* ``exact``: :func:`lcbayes.exact_evidence`; a problem above ``max_terms`` gives no result and
+  a note (or stops the comparison when ``exact=True``).
 * ``effective_dimension``: :func:`lcbayes.effective_dimension` (seed 0), for ``d_e``.
-* ``em``: :func:`lcbayes.em`, ``restarts`` starts with ``seed``; provides ``loglik``.
-* ``classification``: :func:`lcbayes.indices.classification_quality` of the EM fit (latent
-  class models; ``None`` otherwise).
-* ``smaller_em``: the EM fit of the latent class model with one class fewer (the same seed and
-  restarts), the null model of ``lmr`` (:func:`lcbayes.lmr`) and ``blrt`` (:func:`lcbayes.blrt`
-  with ``blrt_replicates``; both reuse the two fits).
+* ``em``: :func:`lcbayes.em`; provides ``loglik``.
+* ``classification``: :func:`lcbayes.classification_quality` of the EM fit (latent class
+  models; ``None`` otherwise).
+* ``smaller_em``: the EM fit of the latent class model with one class fewer (EM's options),
+  the null model of ``lmr`` (:func:`lcbayes.lmr`) and ``blrt`` (:func:`lcbayes.blrt`; both
+  reuse the two fits).
 * ``vbem``: :func:`lcbayes.vbem`, the best of ``restarts`` prior-draw starts and, when the EM
   fit exists, one more started from it (so ``elbo >= cs``, Beal & Ghahramani Corollary 6.2),
   all in one call.
-* ``ais``: :func:`lcbayes.ais` with ``ais_chains``, ``ais_temperatures``, ``ais_kernel``,
-  ``ais_target_stderr`` and ``ais_max_chains``.
+* ``ais``: :func:`lcbayes.ais`.
 * ``smc``: :func:`lcbayes.smc` (SMC over the rows; for latent class candidates checked by
-  bridge sampling), with ``smc_particles``, ``smc_runs`` and the candidate's share of
-  ``time_budget``; ``None`` for a structure with more than ``MAX_ENUMERATED_STATES`` joint
-  hidden states.
-* ``laplace``: :func:`lcbayes.laplace` (Whiley §4.3: the MAP fit in the softmax basis with
-  ``restarts`` and ``seed``, Dirichlet(1) prior), every variant from one Hessian.
-* ``chib``: :func:`lcbayes.chib` (Whiley §4.2) with its default draws, for latent class
-  candidates of at most 7 classes (``None`` otherwise).
+  bridge sampling) with the candidate's share of ``time_limit``; ``None`` for a structure with
+  more than ``MAX_ENUMERATED_STATES`` joint hidden states.
+* ``laplace``: :func:`lcbayes.laplace` (Whiley §4.3: the MAP fit in the softmax basis,
+  Dirichlet(1) prior), every variant from one Hessian.
+* ``chib``: :func:`lcbayes.chib` (Whiley §4.2), for latent class candidates of at most 7
+  classes (``None`` otherwise).
 
 EM, VBEM, SMC (up to :data:`SMC_PADDING_ROWS` rows) and AIS (``"rw"`` kernel) run latent class
 candidates with ``pad_classes`` (the largest number of classes among them,
@@ -73,12 +74,21 @@ class CandidateFits:
         return object.__getattribute__(self, "results").get(name)
 
 
+def _no_options() -> None:
+    """The engine of a need that takes no options (``smaller_em`` takes EM's)."""
+
+
+def _options(settings, name: str) -> dict:
+    """The options of need ``name`` (``engine_options[name]`` over the comparison's defaults)."""
+    return settings["options"].get(name, {})
+
+
 def _exact(structure, data, settings, fits):
-    return exact_evidence(structure, data, max_terms=settings["max_terms"])
+    return exact_evidence(structure, data, **_options(settings, "exact"))
 
 
 def _effective_dimension(structure, data, settings, fits):
-    return effective_dimension(structure)
+    return effective_dimension(structure, **_options(settings, "effective_dimension"))
 
 
 def _padding(structure, settings) -> dict:
@@ -89,13 +99,14 @@ def _padding(structure, settings) -> dict:
 
 def _em(structure, data, settings, fits):
     return em(structure, data, restarts=settings["restarts"], seed=settings["seed"],
-              **settings["iter_args"], **_padding(structure, settings))
+              **_options(settings, "em"), **_padding(structure, settings))
 
 
 def _vbem(structure, data, settings, fits):
     # with an EM fit, one more start from it (Corollary 6.2: F >= CS)
     return vbem(structure, data, restarts=settings["restarts"], seed=settings["seed"],
-                init=fits.get("em"), **settings["iter_args"], **_padding(structure, settings))
+                init=fits.get("em"), **_options(settings, "vbem"),
+                **_padding(structure, settings))
 
 
 def _classification(structure, data, settings, fits):
@@ -107,12 +118,12 @@ def _classification(structure, data, settings, fits):
 
 def _smaller_fit(structure, data, settings, fits):
     """The ML EM fit of the latent class model with one class fewer (the null model of the
-    likelihood-ratio tests), or ``None``."""
+    likelihood-ratio tests; EM's options), or ``None``."""
     if fits.get("em") is None or structure.kind != "latent_class" or structure.n_classes < 2:
         return None
-    smaller = latent_class(data, structure.n_classes - 1, structure.nodes[structure.root])
+    smaller = latent_class(data, structure.n_classes - 1, name=structure.nodes[structure.root])
     return em(smaller, data, restarts=settings["restarts"], seed=settings["seed"],
-              **settings["iter_args"], **_padding(smaller, settings))
+              **_options(settings, "em"), **_padding(smaller, settings))
 
 
 def _lmr(structure, data, settings, fits):
@@ -124,16 +135,15 @@ def _blrt(structure, data, settings, fits):
     null = fits.get("smaller_em")
     if null is None:
         return None
-    return blrt(data, structure.n_classes, replicates=settings["blrt_replicates"],
-                seed=settings["seed"], fits=(null, fits.get("em")))
+    return blrt(data, structure.n_classes, seed=settings["seed"], fits=(null, fits.get("em")),
+                **_options(settings, "blrt"))
 
 
 def _ais(structure, data, settings, fits):
-    return ais(structure, data, chains=settings["ais_chains"],
-               temperatures=settings["ais_temperatures"], seed=settings["seed"],
-               kernel=settings["ais_kernel"], target_stderr=settings["ais_target_stderr"],
-               max_chains=settings["ais_max_chains"], progress=settings["progress"],
-               **(_padding(structure, settings) if settings["ais_kernel"] == "rw" else {}))
+    options = _options(settings, "ais")
+    padding = _padding(structure, settings) if options.get("kernel", "rw") == "rw" else {}
+    return ais(structure, data, seed=settings["seed"], progress=settings["progress"],
+               **options, **padding)
 
 
 #: ``smc`` runs latent class candidates inside the largest (one compiled program) up to this
@@ -146,32 +156,36 @@ def _smc(structure, data, settings, fits):
         return None
     padding = (_padding(structure, settings)
                if structure.kind == "latent_class" and data.n_rows <= SMC_PADDING_ROWS else {})
-    return smc(structure, data, particles=settings["smc_particles"], runs=settings["smc_runs"],
-               time_budget=settings["smc_time_budget"], seed=settings["seed"], **padding)
+    return smc(structure, data, time_limit=settings["smc_time_limit"], seed=settings["seed"],
+               **_options(settings, "smc"), **padding)
 
 
 def _laplace(structure, data, settings, fits):
     return laplace(structure, data, restarts=settings["restarts"], seed=settings["seed"],
-                   **settings["iter_args"])
+                   **_options(settings, "laplace"))
 
 
 def _chib(structure, data, settings, fits):
     if structure.kind != "latent_class" or structure.n_classes > MAX_CLASSES:
         return None
-    return chib(structure, data, restarts=settings["restarts"], seed=settings["seed"])
+    return chib(structure, data, restarts=settings["restarts"], seed=settings["seed"],
+                **_options(settings, "chib"))
 
 
-register_need(Need("exact", "exact", _exact, too_large=True, after=()))
+register_need(Need("exact", "exact", _exact, too_large=True, after=(),
+                   engine=exact_evidence))
 register_need(Need("effective_dimension", "effective dimension", _effective_dimension,
-                   after=()))
+                   after=(), engine=effective_dimension))
 register_need(Need("em", "EM", _em, columns=(Column("loglik", "loglik"),),
-                   values=lambda fit: {"loglik": fit.loglik}, after=()))
-register_need(Need("vbem", "VBEM", _vbem, after=("em",)))
-register_need(Need("classification", "classification", _classification, after=("em",)))
-register_need(Need("smaller_em", "EM with one class fewer", _smaller_fit, after=("em",)))
-register_need(Need("lmr", "LMR", _lmr, side_by_side=False))
-register_need(Need("blrt", "BLRT", _blrt, side_by_side=False))
-register_need(Need("ais", "AIS", _ais, after=()))
-register_need(Need("smc", "SMC", _smc, after=()))
-register_need(Need("laplace", "Laplace", _laplace, after=()))
-register_need(Need("chib", "Chib", _chib, after=()))
+                   values=lambda fit: {"loglik": fit.loglik}, after=(), engine=em))
+register_need(Need("vbem", "VBEM", _vbem, after=("em",), engine=vbem))
+register_need(Need("classification", "classification", _classification, after=("em",),
+                   engine=_no_options))
+register_need(Need("smaller_em", "EM with one class fewer", _smaller_fit, after=("em",),
+                   engine=_no_options))
+register_need(Need("lmr", "LMR", _lmr, side_by_side=False, engine=_no_options))
+register_need(Need("blrt", "BLRT", _blrt, side_by_side=False, engine=blrt))
+register_need(Need("ais", "AIS", _ais, after=(), engine=ais))
+register_need(Need("smc", "SMC", _smc, after=(), engine=smc))
+register_need(Need("laplace", "Laplace", _laplace, after=(), engine=laplace))
+register_need(Need("chib", "Chib", _chib, after=(), engine=chib))

@@ -30,7 +30,7 @@ from ..errors import ArgumentError, LcbayesError
 
 __all__ = ["Column", "EvidenceRole", "Flag", "Method", "Need", "default_methods", "flag",
            "flags", "method", "methods", "need", "needs", "register", "register_flag",
-           "register_need", "selectable_methods", "unregister"]
+           "register_need", "selectable_methods", "unregister", "unregister_need"]
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,8 @@ class Flag:
         name: the flag (``flags`` holds the names of those raised, comma-separated).
         description: what it means and what to do, for the reports.
         check: ``check(context, i) -> reason | None`` on the
-            :class:`~lcbayes.comparison.table.Comparison` being built and the candidate's index
-            (``context.rows[i]`` holds its scores); a reason raises the flag.
+            :class:`~lcbayes.comparison.table.ComparisonResult` being built and the candidate's
+            index (``context.rows[i]`` holds its scores); a reason raises the flag.
         cells: report columns the flag highlights.
         thresholds: the constants behind the rule (reported in the run's metadata).
     """
@@ -142,6 +142,9 @@ class Need:
         after: the needs whose results ``run`` reads from ``fits`` (it starts once they are
             done, and may run beside the candidate's other needs); ``None``: every need
             registered before it.
+        engine: the function whose keyword arguments ``engine_options[name]`` may set
+            (:mod:`lcbayes.comparison.engine_options` checks them); ``run`` finds them in
+            ``settings["options"][name]``. ``None``: options are passed on unchecked.
     """
 
     name: str
@@ -152,6 +155,7 @@ class Need:
     too_large: bool = False
     side_by_side: bool = True
     after: tuple[str, ...] | None = None
+    engine: Callable[..., Any] | None = None
 
 
 _METHODS: dict[str, Method] = {}
@@ -192,6 +196,14 @@ def unregister(name: str) -> None:
     used = {f.name for m in _METHODS.values() for f in m.flags}
     for flag_name in [f for f in _FLAGS if f not in used]:
         del _FLAGS[flag_name]
+
+
+def unregister_need(name: str) -> None:
+    """Remove an engine run (e.g. one a test added); no registered method may name it."""
+    users = [m.name for m in _METHODS.values() if name in m.needs]
+    if users:
+        raise LcbayesError(f"need {name!r} is named by methods {users}; unregister them first")
+    _NEEDS.pop(name, None)
 
 
 def method(name: str) -> Method:

@@ -1,4 +1,4 @@
-"""Reports of a :class:`~lcbayes.comparison.table.Comparison`: plain text, one self-contained
+"""Reports of a :class:`~lcbayes.comparison.table.ComparisonResult`: plain text, one self-contained
 HTML file, Markdown with PNG figures.
 
 The plain text (:func:`text_table`) fits in 100 columns: the essential columns (candidate, K,
@@ -18,7 +18,7 @@ seconds, data; integers printed as integers). Column headings come from the meth
 
 Example::
 
-    comp = lcb.compare(data, classes=range(1, 6))
+    comp = lcb.compare(data, n_classes=range(1, 6))
     comp.to_html("reports/survey.html")
     print(comp.to_markdown("reports/survey.md"))   # also writes reports/survey-*.png
 """
@@ -59,7 +59,7 @@ from .headline import headline
 from .run_block import run_block
 
 if TYPE_CHECKING:
-    from .table import Comparison
+    from .table import ComparisonResult
 
 __all__ = ["HOW_TO_READ", "headings", "markdown", "text_table", "write_html"]
 
@@ -103,7 +103,7 @@ def headings() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------- cells
-def _score_columns(comp: Comparison) -> list[str]:
+def _score_columns(comp: ComparisonResult) -> list[str]:
     frame = comp.to_frame()
     hidden = {c.name for m in registry.methods() for c in m.columns if not c.in_report}
     cols = ["name", "n_classes", "n_parameters", "effective_dimension"]
@@ -126,7 +126,7 @@ def _best(frame: pd.DataFrame, column: str) -> float:
     return np.max(values) if np.isfinite(values).all() else np.nan
 
 
-def _is_best(comp: Comparison, frame: pd.DataFrame, i: int, column: str) -> bool:
+def _is_best(comp: ComparisonResult, frame: pd.DataFrame, i: int, column: str) -> bool:
     """Whether row ``i`` holds the best (highest) value of a score or evidence column: every
     ranked or evidence method's columns (the one-labelling bounds CS* and VB F* too), the log
     evidence and the posterior probability; never a test's p-value or a descriptive column."""
@@ -155,7 +155,7 @@ def _cell(frame: pd.DataFrame, i: int, column: str, narrow: bool = False) -> str
     return fmt(row[column])
 
 
-def _cells(comp: Comparison, frame: pd.DataFrame, cols: list[str], mark,
+def _cells(comp: ComparisonResult, frame: pd.DataFrame, cols: list[str], mark,
            narrow: bool = False) -> list[list[str]]:
     """Text cells, the best value of each score and evidence column passed through ``mark``."""
     rows = []
@@ -177,7 +177,7 @@ def _star(text: str) -> str:
 
 
 # ---------------------------------------------------------------------- plain text
-def text_table(comp: Comparison, wide: bool = False) -> str:
+def text_table(comp: ComparisonResult, wide: bool = False) -> str:
     """The comparison as aligned plain text: the essential columns in at most 100 characters
     a line, or with ``wide`` every score column (best per column marked ``*``), then the
     flags and the notes explained."""
@@ -206,7 +206,7 @@ def text_table(comp: Comparison, wide: bool = False) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def _aligned(comp: Comparison, frame: pd.DataFrame, cols: list[str],
+def _aligned(comp: ComparisonResult, frame: pd.DataFrame, cols: list[str],
              narrow: bool = False) -> list[str]:
     """The aligned lines of a table of ``cols`` (best values marked ``*``)."""
     heads = {**headings(), **(NARROW_HEADINGS if narrow else {})}
@@ -214,7 +214,7 @@ def _aligned(comp: Comparison, frame: pd.DataFrame, cols: list[str],
                          _cells(comp, frame, cols, _star, narrow=narrow))
 
 
-def _narrow_table(comp: Comparison, frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+def _narrow_table(comp: ComparisonResult, frame: pd.DataFrame) -> tuple[list[str], list[str]]:
     """The narrow table's lines: the :data:`NARROW` columns and, before the log evidence, as
     many of the other methods' columns as keep every line within
     :data:`~lcbayes.render.TEXT_WIDTH`, and the headings of those left out (so every method
@@ -260,7 +260,7 @@ def _flag_items(frame: pd.DataFrame, codes: bool = False) -> list[str]:
 
 
 # ---------------------------------------------------------------------- HTML
-def _html_table(comp: Comparison, frame: pd.DataFrame, cols: list[str]) -> str:
+def _html_table(comp: ComparisonResult, frame: pd.DataFrame, cols: list[str]) -> str:
     names = headings()
     body = [[html.escape(t) for t in row]
             for row in _cells(comp, frame, cols, lambda t: f"\x00{t}\x01")]
@@ -291,7 +291,7 @@ def _flags_html(frame: pd.DataFrame) -> str:
     return f"<h3>Flags</h3><ul>{items}</ul><ul>{rows}</ul>"
 
 
-def write_html(comp: Comparison, path: str | Path, title: str | None = None,
+def write_html(comp: ComparisonResult, path: str | Path, title: str | None = None,
                sections: Mapping[str, str | pd.DataFrame] | None = None,
                data_name: str | None = None) -> Path:
     """Write the self-contained HTML report to ``path``; returns the path.
@@ -302,7 +302,7 @@ def write_html(comp: Comparison, path: str | Path, title: str | None = None,
     title = title or f"lcbayes model comparison: {', '.join(comp.names)}"
     parts = [f"<h1>{html.escape(title)}</h1>", f"<p><b>{html.escape(headline(comp))}</b></p>"]
     parts += [f"<p class='note'><b>Note</b>: {html.escape(n)}</p>" for n in comp.notes()]
-    parts += ["<h2>Settings</h2>", kv_table(comp.settings_block(data_name), cell=str),
+    parts += ["<h2>Settings</h2>", kv_table(comp.settings_block(data_name=data_name), cell=str),
               "<h2>How to read this</h2>", f"<p>{html.escape(HOW_TO_READ)}</p>"]
     for heading, content in (sections or {}).items():
         parts.append(f"<h2>{html.escape(heading)}</h2>")
@@ -335,7 +335,7 @@ def write_html(comp: Comparison, path: str | Path, title: str | None = None,
 
 
 # ---------------------------------------------------------------------- Markdown
-def markdown(comp: Comparison, path: str | Path | None = None, title: str | None = None,
+def markdown(comp: ComparisonResult, path: str | Path | None = None, title: str | None = None,
              sections: Mapping[str, str | pd.DataFrame] | None = None,
              data_name: str | None = None) -> str:
     """The report as Markdown (settings, tables, flags, metadata). With ``path`` it is
@@ -346,7 +346,8 @@ def markdown(comp: Comparison, path: str | Path | None = None, title: str | None
     lines = [f"# {title}", "", f"**{headline(comp)}**", ""]
     lines += [line for n in comp.notes() for line in (f"> **Note**: {n}", "")]
     lines += ["## Settings", "",
-              *md_table(["setting", "value"], list(comp.settings_block(data_name).items())),
+              *md_table(["setting", "value"],
+                        list(comp.settings_block(data_name=data_name).items())),
               "", "## How to read this", "", HOW_TO_READ, ""]
     for heading, content in (sections or {}).items():
         lines += [f"## {heading}", ""]
@@ -372,9 +373,9 @@ def markdown(comp: Comparison, path: str | Path | None = None, title: str | None
                                 data)
             lines += [f"![{key}]({image.name})", "", f"*{CAPTIONS[key]}*", ""]
     lines += ["## Run", ""]
-    for heading, items in run_block(comp).items():
+    for heading, entries in run_block(comp).items():
         lines += [f"**{heading}**: " + "; ".join(f"{k} = {fmt_setting(v)}"
-                                                 for k, v in items.items()), ""]
+                                                 for k, v in entries.items()), ""]
     text = "\n".join(lines)
     if path is not None:
         write_text(path, text)

@@ -8,21 +8,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .table import Comparison
+    from .table import ComparisonResult
 
 __all__ = ["run_block"]
 
 #: Settings that belong to one method: shown only where it ran.
-_METHOD_SETTINGS = {"ais_": "ais", "blrt_": "blrt", "smc_": "smc", "time_budget": "smc"}
+_METHOD_SETTINGS = {"time_limit": "smc"}
 
 
-def run_block(comp: Comparison) -> dict[str, dict]:
+def run_block(comp: ComparisonResult) -> dict[str, dict]:
     """``{heading: {name: value}}`` of the report's run block (module docstring)."""
     meta = comp.metadata()
     data = meta["data"]
     settings = {k: v for k, v in meta["settings"].items()
-                if all(not k.startswith(p) or m in comp.methods
-                       for p, m in _METHOD_SETTINGS.items())}
+                if k != "engine_options" and all(not k.startswith(p) or m in comp.methods
+                                                 for p, m in _METHOD_SETTINGS.items())}
+    settings.update({f"{engine}.{name}": value
+                     for engine, options in meta["settings"].get("engine_options", {}).items()
+                     for name, value in options.items()})
     seconds = {k: f"{v:.2f}" for k, v in meta["seconds"].items() if v or k == "total"}
     return {
         "Data": {"rows": data["n_rows"], "rows with an observed value":

@@ -1,7 +1,7 @@
 """The outcome of :func:`lcbayes.compare`: every candidate's engine results and the tidy table
 built from them (scores -> flags -> choice of evidence -> posterior -> ranks).
 
-The table (:meth:`Comparison.to_frame`) has one row per candidate: ``name``, ``kind``,
+The table (:meth:`ComparisonResult.to_frame`) has one row per candidate: ``name``, ``kind``,
 ``n_classes``, ``n_parameters`` (``d``), ``effective_dimension`` (``d_e``), ``loglik`` (when
 the EM fit ran), the columns of every requested method in order (:mod:`.registry`), ``exact``
 (unless ``exact=False``), ``log_evidence``, ``evidence_method``, ``log_evidence_stderr``,
@@ -9,18 +9,19 @@ the EM fit ran), the columns of every requested method in order (:mod:`.registry
 (:mod:`.evidence`), ``rank_<method>`` per method plus ``rank_exact`` and ``rank_evidence``,
 ``flags`` (comma-separated names), ``flag_notes`` (why; :mod:`.flags`) and ``seconds``.
 
-**The criterion.** :attr:`Comparison.best` maximises ``log_evidence`` where every candidate
+**The criterion.** :attr:`ComparisonResult.best` maximises ``log_evidence`` where every candidate
 has one; otherwise the first requested method's ranked score that every candidate has (BIC for
-``methods=("bic",)``), and :attr:`Comparison.criterion` names it. An evidence that only some
+``methods=("bic",)``), and :attr:`ComparisonResult.criterion` names it. An evidence that only some
 candidates have (the automatic exact sum of a one-class model, say) ranks nothing, and the
 posterior probabilities and Bayes factors are then left empty: over a subset of the candidates
 they would mislead.
 
 **The edge of the range.** When the best candidate (by the criterion) is the latent
 class model with the most classes of two or more compared on its columns, the best number of
-classes may lie beyond the range: :attr:`Comparison.best_is_largest` is true,
-:meth:`Comparison.notes` says so and suggests a wider range (:meth:`Comparison.wider_classes`),
-and the metadata, the text table and the reports carry the note.
+classes may lie beyond the range: :attr:`ComparisonResult.best_is_largest` is true,
+:meth:`ComparisonResult.notes` says so and suggests a wider range
+(:meth:`ComparisonResult.wider_classes`), and the metadata, the text table and the reports
+carry the note.
 
 **Ranks.** ``rank_<method>`` is 1 for the highest value of the method's ranked column (ties
 share the lower rank; missing where the method did not score every candidate, e.g. an exact
@@ -39,13 +40,14 @@ import pandas as pd
 
 from ..data import Dataset
 from ..errors import LcbayesError
-from ..render import fmt_setting, json_value, plural
+from ..render import fmt_setting, plural
 from ..structure import Structure
 from . import registry
-from .evidence import POSTERIOR_DRAWS, POSTERIOR_LEVEL, choose_evidence, posterior_probabilities
+from .evidence import choose_evidence, posterior_probabilities
 from .needs import CandidateFits
+from .table_json import comparison_from_dict, comparison_to_dict, metadata, summary_dict
 
-__all__ = ["Comparison"]
+__all__ = ["ComparisonResult"]
 
 #: The columns every row starts with.
 IDENTITY = ("name", "kind", "n_classes", "n_parameters", "effective_dimension")
@@ -55,7 +57,7 @@ EVIDENCE = ("log_evidence", "evidence_method", "log_evidence_stderr", "posterior
 
 
 @dataclass(frozen=True, repr=False, eq=False)
-class Comparison:
+class ComparisonResult:
     """Outcome of :func:`lcbayes.compare`: every candidate's engine results and the run's record.
 
     Attributes:
@@ -109,7 +111,7 @@ class Comparison:
 
     @property
     def exact(self) -> tuple:
-        """Per candidate, the :class:`~lcbayes.ExactEvidence` (``None`` where too large)."""
+        """Per candidate, the :class:`~lcbayes.ExactEvidenceResult` (``None`` where too large)."""
         return self._results("exact")
 
     @property
@@ -117,7 +119,7 @@ class Comparison:
         """Per candidate, :func:`lcbayes.effective_dimension`."""
         return tuple(int(d) for d in self._results("effective_dimension"))
 
-    def with_fits(self, **results) -> Comparison:
+    def with_fits(self, **results) -> ComparisonResult:
         """The same comparison with some engine runs' results replaced (``em=(fit, ...)``, one
         per candidate) and its table rebuilt from them."""
         unknown = [k for k in results if k not in self.fits]
@@ -270,7 +272,7 @@ class Comparison:
         s = self.structures[self.names.index(name)]
         if s.kind != "latent_class":
             return None
-        ks = [t.n_classes for t in self.structures if t.kind == "latent_class"
+        ks = [t.n_classes for t in self.structures if t.n_classes is not None
               and set(t.observed_names) == set(s.observed_names)]
         return max(ks) if len(ks) >= 2 else None
 
@@ -288,7 +290,7 @@ class Comparison:
         the fewest classes compared to three more than the most (``None`` otherwise)."""
         if not self.best_is_largest:
             return None
-        ks = [s.n_classes for s in self.structures if s.kind == "latent_class"]
+        ks = [s.n_classes for s in self.structures if s.n_classes is not None]
         return range(min(ks), max(ks) + 4)
 
     def notes(self) -> list[str]:
@@ -299,10 +301,10 @@ class Comparison:
             return []
         return [f"{self.best}, the largest number of classes compared, has the highest "
                 f"{self.criterion_label}: more classes may fit better. Compare a wider range, e.g. "
-                f"--classes {wider.start}-{wider.stop - 1} (classes=range({wider.start}, "
+                f"--n-classes {wider.start}-{wider.stop - 1} (n_classes=range({wider.start}, "
                 f"{wider.stop}) in Python)."]
 
-    def settings_block(self, data_name: str | None = None) -> dict[str, str]:
+    def settings_block(self, *, data_name: str | None = None) -> dict[str, str]:
         """The settings block at the top of every report: the data (``data_name``, e.g. the
         file name), the candidates, the methods, the seeds and the versions of lcbayes, JAX
         and NumPyro, as text."""
@@ -325,43 +327,27 @@ class Comparison:
 
     def metadata(self) -> dict:
         """The run's record: data shape, methods, settings, seeds, seconds, versions, flag
-        thresholds and why exact evidences are missing."""
-        d = self.data
-        thresholds = {k: v for f in registry.flags() for k, v in f.thresholds.items()}
-        return {
-            "data": {"n_rows": d.n_rows, "n_observed_rows": d.n_observed_rows,
-                     "n_columns": d.n_columns, "n_patterns": d.n_patterns,
-                     "columns": list(d.columns), "cardinalities": list(d.cardinalities)},
-            "candidates": [{"name": n, "kind": s.kind, "structure": s.to_dict()}
-                           for n, s in zip(self.names, self.structures, strict=True)],
-            "methods": list(self.methods),
-            "settings": dict(self.settings),
-            "seeds": dict(self.seeds),
-            "seconds": dict(self.seconds),
-            "versions": dict(self.versions),
-            "thresholds": {**thresholds, "POSTERIOR_DRAWS": POSTERIOR_DRAWS,
-                           "POSTERIOR_LEVEL": POSTERIOR_LEVEL},
-            "exact_notes": {n: note for n, note in zip(self.names, self.exact_notes,
-                                                       strict=True) if note},
-            "flags": {f.name: f.description for f in registry.flags()},
-            "best": self.best,
-            "best_is_largest": self.best_is_largest,
-            "notes": self.notes(),
-        }
+        thresholds and why exact evidences are missing (:func:`.table_json.metadata`)."""
+        return metadata(self)
+
+    def summary_dict(self) -> dict:
+        """``{"rows": [one JSON-ready object per candidate], "metadata": {...}}``: NaN and
+        missing values are ``None``, ``flags`` a list of names (the command line prints it)."""
+        return summary_dict(self)
 
     def to_dict(self) -> dict:
-        """``{"rows": [one JSON-ready object per candidate], "metadata": {...}}``: NaN and
-        missing values are ``None``, ``flags`` a list of names."""
-        rows = []
-        for record in self._frame.to_dict(orient="records"):
-            row = {k: json_value(v) for k, v in record.items()}
-            row["flags"] = [f for f in record["flags"].split(",") if f]
-            rows.append(row)
-        return {"rows": rows, "metadata": json_value(self.metadata())}
+        """:meth:`summary_dict` with every engine result and the data (lossless, JSON-ready;
+        :mod:`.table_json`); :meth:`from_dict` reads it back."""
+        return comparison_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, spec: dict) -> ComparisonResult:
+        """The result of :meth:`to_dict`: the same engine results, table and reports."""
+        return comparison_from_dict(cls, spec)
 
     # ------------------------------------------------------------------ reports
     # (imported on use: the reports need matplotlib, which the table itself does not)
-    def summary(self, wide: bool = False) -> str:
+    def summary(self, *, wide: bool = False) -> str:
         """A readable plain-text table with the flags explained underneath: the essential
         columns within 100 characters a line, or with ``wide=True`` every column
         (:func:`lcbayes.comparison.report.text_table`)."""
@@ -379,7 +365,7 @@ class Comparison:
         """The report's figures as PNG bytes (rendered once, :mod:`.figures`)."""
         return dict(self._pngs)
 
-    def to_html(self, path: str | Path, title: str | None = None,
+    def to_html(self, path: str | Path, *, title: str | None = None,
                 sections: dict | None = None, data_name: str | None = None) -> Path:
         """Write a self-contained HTML report (:func:`lcbayes.comparison.report.write_html`);
         ``data_name`` (e.g. the file name) is shown in its settings block."""
@@ -387,7 +373,7 @@ class Comparison:
 
         return write_html(self, path, title=title, sections=sections, data_name=data_name)
 
-    def to_markdown(self, path: str | Path | None = None, title: str | None = None,
+    def to_markdown(self, path: str | Path | None = None, *, title: str | None = None,
                     sections: dict | None = None, data_name: str | None = None) -> str:
         """Markdown report (:func:`lcbayes.comparison.report.markdown`); with ``path``, also
         written there with the figures as PNG files beside it."""
@@ -396,5 +382,5 @@ class Comparison:
         return markdown(self, path, title=title, sections=sections, data_name=data_name)
 
     def __repr__(self) -> str:
-        return (f"Comparison({plural(len(self.names), 'candidate')}: {', '.join(self.names)}; "
-                f"methods={list(self.methods)}, best={self.best!r})")
+        return (f"ComparisonResult({plural(len(self.names), 'candidate')}: "
+                f"{', '.join(self.names)}; methods={list(self.methods)}, best={self.best!r})")

@@ -9,7 +9,7 @@ kernels (:data:`KERNELS`):
 
 ``kernel="mh"`` (Beal's kernel): one Metropolis-Hastings sweep per temperature, hidden variables
 summed out exactly by the inference core; the sweep proposes every node's CPTs in turn
-(``blocks="node"``, default) or all CPTs at once (``blocks="joint"``, Beal's reading), each
+(``update="node"``, default) or all CPTs at once (``update="joint"``, Beal's reading), each
 block accepted or rejected on its own. Every CPT row is proposed
 from a Dirichlet centred on the current row, ``theta' ~ Dir(a(theta))`` with
 ``a(theta) = alpha_k theta + FLOOR`` and accepted with probability (eq. 67)::
@@ -65,7 +65,8 @@ data) is scattered to the workers once per round, and each worker compiles the p
 from __future__ import annotations
 
 import time
-from typing import Literal, NamedTuple
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -75,7 +76,7 @@ from jax.scipy.special import gammaln
 from ..errors import ArgumentError
 from ..execution import Executor, SerialExecutor
 from ..execution import executor as open_executor
-from ..inference import enumeration, flat, flat_log_marginal, prepare
+from ..inference import Evidence, enumeration, flat, flat_log_marginal, prepare
 from ..inference.completion import sample_completion, seen_indicators
 from ..inference.tying import RowTying, pool, tie
 from ..jax_setup import QUICK_COMPILE
@@ -169,7 +170,7 @@ class _GibbsState(NamedTuple):
 class AISProblem(NamedTuple):
     """Everything a transition needs besides the structure (a pytree, traced)."""
 
-    evidence: object
+    evidence: Evidence
     weights: jax.Array
     priors: jax.Array                       # (n,) flat Dirichlet pseudo-counts
     tying: RowTying | None
@@ -244,9 +245,9 @@ def _sweep(structure, problem: AISProblem, state: _MHState, proposal, gain, key,
     (``gain``: per node, the log prior and proposal ratio). All proposals are drawn first (each
     depends only on its own block's current tables). Returns (state, fraction of blocks
     accepted, ln p(y | theta))."""
-    member = _blocks(structure, blocks)
-    member_entries = jnp.asarray(member[:, flat.entry_nodes(structure.table_shapes)])
-    member = jnp.asarray(member)
+    in_block = _blocks(structure, blocks)
+    member_entries = jnp.asarray(in_block[:, flat.entry_nodes(structure.table_shapes)])
+    member = jnp.asarray(in_block)
     log_u = jnp.log(jax.random.uniform(key, (member.shape[0],)))
 
     def block_update(b, carry):
@@ -266,6 +267,7 @@ def _sweep(structure, problem: AISProblem, state: _MHState, proposal, gain, key,
 
 
 def _complete(structure, problem: AISProblem, log_x, key, tau) -> _GibbsState:
+    assert problem.rows is not None  # the Gibbs kernel's problem has rows (make_problem)
     comp = sample_completion(structure, flat.unflatten(log_x, structure.table_shapes),
                              problem.evidence, problem.seen, problem.rows, tau, key)
     return _GibbsState(log_x, pool(flat.flatten(comp.free_counts), problem.tying),
@@ -287,8 +289,8 @@ def _gibbs_step(structure, problem: AISProblem, state: _GibbsState, key, tau, bl
     return new, jnp.asarray(True), new.log_seen
 
 
-_KERNELS = {"rw": (_mh_init, _rw_step), "mh": (_mh_init, _mh_step),
-            "gibbs": (_gibbs_init, _gibbs_step)}
+_KERNELS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    "rw": (_mh_init, _rw_step), "mh": (_mh_init, _mh_step), "gibbs": (_gibbs_init, _gibbs_step)}
 #: The transition kernels of :func:`ais`, the default first.
 KERNELS = tuple(_KERNELS)
 
@@ -352,7 +354,7 @@ def _check(structure: Structure, chains, kernel: str, blocks: str, concentration
            ) -> tuple[int, float, float]:
     chains = check_int(chains, "chains", 1)
     check_choice(kernel, "kernel", tuple(_KERNELS))
-    check_choice(blocks, "blocks", ("node", "joint"))
+    check_choice(blocks, "update", ("node", "joint"))
     if kernel == "gibbs" and structure.n_enumerated_states > MAX_GIBBS_STATES:
         raise ArgumentError(
             f"kernel='gibbs' enumerates {structure.n_enumerated_states} joint hidden states "
@@ -363,6 +365,11 @@ def _check(structure: Structure, chains, kernel: str, blocks: str, concentration
     return chains, float(c0), float(c1)
 
 
+#: The default ``max_chains`` of a ``target_stderr`` run: this many groups of ``chains``
+#: (``lcb.compare`` and the command line use the same).
+MAX_GROUPS = 8
+
+
 def _chain_limit(chains: int, target_stderr, max_chains) -> int:
     """The most chains :func:`ais` runs: ``chains`` without a target, else ``max_chains``."""
     if target_stderr is None:
@@ -371,7 +378,8 @@ def _chain_limit(chains: int, target_stderr, max_chains) -> int:
                                 "reach it)")
         return chains
     check_positive(target_stderr, "target_stderr")
-    return check_int(16 * chains if max_chains is None else max_chains, "max_chains", chains)
+    return check_int(MAX_GROUPS * chains if max_chains is None else max_chains, "max_chains",
+                     chains)
 
 
 #: Rounds with a target standard error stop, from the second group on, when the effective
@@ -444,7 +452,7 @@ def ais(
     seed: Seed = 0,
     prior: PriorSpec = "dirichlet",
     kernel: Literal["rw", "mh", "gibbs"] = "rw",
-    blocks: Literal["node", "joint"] = "node",
+    update: Literal["node", "joint"] = "node",
     concentration: tuple[float, float] | None = None,
     target_stderr: float | None = None,
     max_chains: int | None = None,
@@ -472,7 +480,7 @@ def ais(
         kernel: ``"rw"`` (random-walk Metropolis-Hastings in softmax coordinates, the
             default), ``"mh"`` (Dirichlet-proposal Metropolis-Hastings, Beal's) or ``"gibbs"``
             (complete-data annealing); see the module docstring.
-        blocks: ``"node"`` (each node's tables proposed and accepted on their own) or
+        update: ``"node"`` (each node's tables proposed and accepted on their own) or
             ``"joint"`` (all at once, as in the paper); MH kernels only.
         concentration: ``(c0, c1)`` of the MH proposal strength ``c0 + c1 n tau``
             (default :data:`DEFAULT_CONCENTRATION`); the ``"rw"`` step is
@@ -491,7 +499,7 @@ def ais(
             not depend on the executor, so neither do the numbers: on a cluster, make
             ``groups`` a multiple of its workers.
         max_chains: the most chains a run with ``target_stderr`` makes (default
-            ``16 * chains``).
+            ``MAX_GROUPS * chains``, 8 groups).
         progress: show a progress bar over the temperatures.
         pad_classes: run a latent class model inside the compiled program of the model with
             ``pad_classes`` classes, the extra classes switched off
@@ -507,7 +515,7 @@ def ais(
             ``LocalCluster`` of ``workers`` processes). The same numbers either way.
     """
     start, seed = start_engine(structure, seed)
-    chains, c0, c1 = _check(structure, chains, kernel, blocks, concentration)
+    chains, c0, c1 = _check(structure, chains, kernel, update, concentration)
     limit = _chain_limit(chains, target_stderr, max_chains)
     per_round = 1 if groups is None else check_int(groups, "groups", 1)
     most = per_round if target_stderr is None else limit // chains
@@ -526,11 +534,13 @@ def ais(
     problem = make_problem(run_structure, jnp.asarray(data.patterns),
                            jnp.asarray(data.counts, dtype=jnp.float64), priors, kernel, strength,
                            active=active)
-    traces, accepts = [], []
+    traces: list[np.ndarray] = []
+    accepts: list[np.ndarray] = []
     with open_executor(executor, scheduler, workers) as runner:
         here = isinstance(runner, SerialExecutor)
-        run = _Groups(run_structure, kernel, blocks, chains, bool(progress) and here,
-                      *jax.tree.map(np.asarray, (problem, tau)), prng_key(seed))
+        host_problem, host_tau = jax.tree.map(np.asarray, (problem, tau))
+        run = _Groups(run_structure, kernel, update, chains, bool(progress) and here,
+                      host_problem, host_tau, prng_key(seed))
         while True:
             todo = list(range(len(traces), min(len(traces) + per_round, most)))
             for trace, accepted in runner.map(_run_group, todo, {"run": run},
@@ -544,6 +554,7 @@ def ais(
     trace = np.concatenate(traces, axis=1)
     checkpoints = np.unique(np.linspace(0, len(tau) - 2, min(TRACE_POINTS, len(tau) - 1))
                             .round().astype(int))
+    settings: dict[str, Any]  # settings of several types
     settings = {"prior": prior if isinstance(prior, str | int | float) else "custom"}
     if padding is not None:
         settings["pad_classes"] = padding.padded.cardinalities[padding.padded.root]
@@ -553,7 +564,7 @@ def ais(
     if groups is not None:
         settings.update(groups=len(traces), chains_per_group=chains)
     if kernel != "gibbs":
-        settings.update(blocks=blocks, concentration=[c0, c1],
+        settings.update(update=update, concentration=[c0, c1],
                         n_observed_rows=data.n_observed_rows,
                         **({"floor": FLOOR} if kernel == "mh" else {"scale": RW_SCALE}))
     return AISResult.from_weights(

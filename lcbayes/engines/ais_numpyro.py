@@ -171,8 +171,9 @@ def _check_arguments(model, chains, seed, kernel, step_size, n_leapfrog) -> tupl
 def _compile_once(fn: Callable, *args: Any) -> Any:
     """``fn(*args)`` compiled without XLA backend optimisation (for code that runs once)."""
     lowered = jax.jit(fn).lower(*args)
+    options = {"xla_backend_optimization_level": 0}
     try:
-        compiled = lowered.compile({"xla_backend_optimization_level": 0})
+        compiled = lowered.compile(options)  # type: ignore[arg-type]  # XLA takes int values
     except Exception:  # an XLA build without that option: compile as usual
         compiled = lowered.compile()
     return compiled(*args)

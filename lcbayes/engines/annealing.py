@@ -29,6 +29,7 @@ that carry nothing, so neither measures ``Z`` (issue 29 measured ESS 1-3 of 128 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -99,7 +100,16 @@ def make_schedule(schedule: str | np.ndarray, temperatures: int) -> np.ndarray:
     return tau
 
 
-def weight_statistics(log_weights: np.ndarray, seed: int = 0) -> dict[str, float]:
+class WeightStatistics(TypedDict):
+    """What :func:`weight_statistics` returns (fields of :class:`AISResult`)."""
+
+    log_evidence: float
+    stderr: float
+    stderr_bootstrap: float
+    ess: float
+
+
+def weight_statistics(log_weights: np.ndarray, seed: int = 0) -> WeightStatistics:
     """``log_evidence``, ``stderr`` (delta method), ``stderr_bootstrap`` and ``ess`` of the
     chains' log weights (module docstring)."""
     lw = np.asarray(log_weights, dtype=np.float64)

@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 from itertools import permutations
 
@@ -82,6 +82,7 @@ from jax.scipy.special import gammaln, logsumexp
 
 from ..errors import ArgumentError
 from ..params import PriorSpec, proper_prior_tables, to_tables
+from ..render import JSONRecord, record_dict
 from ..samplers.gibbs import (
     LCData,
     LCPrior,
@@ -113,7 +114,7 @@ MIN_ORDINATE_ESS = 10.0
 
 
 @dataclass(frozen=True, repr=False)
-class ChibResult:
+class ChibResult(JSONRecord):
     """What :func:`chib` computed.
 
     Attributes:
@@ -153,18 +154,9 @@ class ChibResult:
     ordinate_ess: float = math.nan
 
     def to_dict(self) -> dict:
-        """JSON-ready; :meth:`from_dict` reads it back."""
-        out = asdict(self)
-        out["seed"] = out["seed"] if isinstance(out["seed"], int) else list(out["seed"])
-        return {"method": "chib", **out}
-
-    @classmethod
-    def from_dict(cls, spec: dict) -> ChibResult:
-        """The result of :meth:`to_dict` (one written before ``reliable`` existed reads as
-        reliable)."""
-        spec = {k: v for k, v in spec.items() if k != "method"}
-        seed = spec["seed"]
-        return cls(**{**spec, "seed": seed if isinstance(seed, int) else tuple(seed)})
+        """JSON-ready (NaN as ``None``); :meth:`from_dict` reads it back (one written before
+        ``reliable`` existed reads as reliable)."""
+        return record_dict(self, method="chib")
 
     def summary(self) -> str:
         """A short printout."""

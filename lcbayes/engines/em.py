@@ -109,7 +109,7 @@ def em_runner(structure: Structure, patterns, weights, alphas, tol_total, limit,
     weights_of_entries = entry_weights(tying, shapes)
     prior = None if alphas is None else flat.flatten(alphas) + shift  # lambda - 1 + b
     active, values = (None, None) if held is None else held
-    if prior is not None and held is not None:
+    if prior is not None and active is not None:  # active is None exactly when held is
         prior = jnp.where(active, prior, 0.0)
 
     def hold(x):
@@ -202,11 +202,10 @@ def em(
     batch_size: int | None = None,
     keep: int | None = None,
     burn_in: int = 10,
-    algorithm: str | None = None,
+    algorithm: str = "squarem",
     eta: float | None = None,
     betas: float | Sequence[float] | None = None,
     blocks: int | None = None,
-    acceleration: Literal["squarem", "none"] | None = None,
     pad_classes: int | None = None,
     init: Mapping[str, Any] | EMResult | None = None,
     standard_errors: Literal["empirical", "observed"] | None = None,
@@ -263,7 +262,6 @@ def em(
             number ``beta_min`` for a geometric schedule of 10 from it to 1 (``None``: from 0.5).
         blocks: IEM's number of blocks of data patterns (``None``: at most 100; the number of
             patterns visits one pattern at a time).
-        acceleration: the older name of ``algorithm``: ``"squarem"`` or ``"none"`` (plain EM).
         pad_classes: run a latent class model inside the compiled program of the model with
             ``pad_classes`` classes, the extra classes switched off
             (:mod:`lcbayes.engines.padding`): fits of several sizes then compile once. The
@@ -304,7 +302,7 @@ def em(
     data = fit_data(structure, data)
     shards = pattern_shards(devices, data.n_patterns)
     alphas = prior_tables(structure, prior)
-    settings = algorithm_settings(algorithm, acceleration, prior=alphas is not None,
+    settings = algorithm_settings(algorithm, prior=alphas is not None,
                                   padded=padding is not None, eta=eta, betas=betas,
                                   blocks=blocks, n_patterns=data.n_patterns)
     if shards is not None and settings.algorithm == "iem":
@@ -346,7 +344,7 @@ def em(
                                  None if settings.betas is None else jnp.asarray(settings.betas),
                                  settings.blocks, adaptive=settings.adaptive, **fold)
     staged = keep is not None and keep < restarts and burn_in < max_iter
-    with progress_bar(progress, total=restarts + (keep if staged else 0),
+    with progress_bar(progress, total=restarts + (keep if keep is not None and staged else 0),
                       desc="EM restarts", unit="start") as bar:
         runs, kept = run_restarts(run if bar is None else in_parts(run, bar), starts, max_iter,
                                   keep, burn_in)
@@ -382,6 +380,6 @@ def em(
     )
     warn_unconverged(result, "EM" if settings.algorithm in ("em", "squarem")
                      else f"EM ({settings.algorithm})")
-    return result if standard_errors is None else result.with_standard_errors(data,
-                                                                             standard_errors)
+    return result if standard_errors is None else result.with_standard_errors(
+        data, method=standard_errors)
 

@@ -20,7 +20,7 @@ import math
 import warnings
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
@@ -34,6 +34,9 @@ from ..render import json_value, plural
 from .dirichlet import complete_data_log_evidence
 from .run_record import RunRecord, arrays_from_json
 
+if TYPE_CHECKING:
+    from ..information import Method
+
 __all__ = ["EMResult", "PenalisedScores"]
 
 
@@ -41,6 +44,14 @@ class PenalisedScores:
     """The penalised-likelihood scores of a fit with ``loglik``, ``n_parameters``,
     ``n_observed_rows`` and ``entropy`` (the posterior memberships' entropy), on the
     natural-log evidence scale (:mod:`lcbayes.scores`); in memory or streamed."""
+
+    if TYPE_CHECKING:  # supplied by the result dataclass that mixes these scores in
+        loglik: float
+        entropy: float
+        n_observed_rows: int
+
+        @property
+        def n_parameters(self) -> int: ...
 
     @property
     def bic(self) -> float:
@@ -105,7 +116,7 @@ class EMResult(PenalisedScores, RunRecord):
     algorithm: str = "squarem"
 
     # ------------------------------------------------------------------ scores
-    def with_standard_errors(self, data, method: str = "empirical") -> EMResult:
+    def with_standard_errors(self, data, *, method: Method = "empirical") -> EMResult:
         """This fit with the standard errors of its estimates on ``data`` (the data it was
         fitted to): ``"empirical"`` information (poLCA's) or ``"observed"`` information
         (:func:`lcbayes.information.fit_standard_errors`). A model with more free parameters
@@ -177,7 +188,7 @@ class EMResult(PenalisedScores, RunRecord):
         return {f"{name}_corrected": getattr(self, name) + self.log_alias
                 for name in ("bic", "bicp", "cs")}
 
-    def flops_per_iteration(self, line_search_evaluations: float = 0.0) -> float | None:
+    def flops_per_iteration(self, *, line_search_evaluations: float = 0.0) -> float | None:
         """Operations per iteration of :attr:`algorithm` on this fit's latent class model and
         rows (Whiley §2.9, Tables 2.3-2.4; :func:`lcbayes.engines.algorithms.flops`; ``x``
         of CG/GCG is ``line_search_evaluations``); ``None`` for other structure kinds. These
@@ -190,6 +201,7 @@ class EMResult(PenalisedScores, RunRecord):
         from .algorithms.flops import flops
 
         items = [s.cardinalities[i] for i in s.observed_nodes]
+        assert s.n_classes is not None  # a latent class structure has a number of classes
         return flops(self.algorithm, len(items), s.n_classes, self.n_observed_rows,
                      cardinalities=items, line_search_evaluations=line_search_evaluations)
 
@@ -294,6 +306,7 @@ class EMResult(PenalisedScores, RunRecord):
         estimator = ("maximum likelihood" if self.estimator == "ml"
                      else f"MAP ({self.map_basis} basis)")
         if s.kind == "latent_class":
+            assert s.n_classes is not None  # a latent class structure has a number of classes
             head = (f"Latent class model: {plural(s.n_classes, 'class', 'classes')}, "
                     f"{plural(len(s.observed_nodes), 'item')}")
         else:

@@ -60,11 +60,11 @@ from ..structure import Structure
 from ..validation import check_positive, check_structure, observed_data
 from .exact_dp import CountTablePlan, pattern_increments, too_large_error
 
-__all__ = ["ExactEvidence", "exact_evidence"]
+__all__ = ["ExactEvidenceResult", "exact_evidence"]
 
 
 @dataclass(frozen=True)
-class ExactEvidence:
+class ExactEvidenceResult:
     """Result of :func:`exact_evidence`.
 
     Attributes:
@@ -95,7 +95,7 @@ class ExactEvidence:
         return {"method": "exact", **out}
 
     @classmethod
-    def from_dict(cls, spec: dict) -> ExactEvidence:
+    def from_dict(cls, spec: dict) -> ExactEvidenceResult:
         """The result of :meth:`to_dict`."""
         terms = spec["estimated_terms"]
         return cls(log_evidence=float(spec["log_evidence"]), n_terms=int(spec["n_terms"]),
@@ -123,7 +123,7 @@ def exact_evidence(
     *,
     prior: PriorSpec = "dirichlet",
     max_terms: float = 1e7,
-) -> ExactEvidence:
+) -> ExactEvidenceResult:
     """Exact ``ln p(y | m) = ln ∫ p(θ) p(y | θ) dθ`` under independent Dirichlet priors.
 
     Args:
@@ -138,7 +138,7 @@ def exact_evidence(
             number of distinct complete-data count tables to sum exceeds this.
 
     Returns:
-        An :class:`ExactEvidence`. The evidence is that of the rows as an ordered sequence,
+        An :class:`ExactEvidenceResult`. The evidence is that of the rows as an ordered sequence,
         ``∫ p(θ) prod_rows p(y_row | θ) dθ``, the quantity that VB bounds and AIS estimates.
     """
     start = time.perf_counter()
@@ -160,7 +160,7 @@ def exact_evidence(
         raise too_large_error(structure, data, bound, max_terms)
     keys, log_w = plan.run()
     log_p = plan.log_complete_evidence(keys, alphas)
-    return ExactEvidence(
+    return ExactEvidenceResult(
         log_evidence=float(logsumexp(log_w + log_p)),
         n_terms=int(keys.shape[0]),
         seconds=time.perf_counter() - start,

@@ -232,13 +232,13 @@ class CountTablePlan:
         out = np.full(keys.shape[0], constant)
         if not dense and not sparse:
             return out
-        coef = np.stack([c for c, _, _ in dense], axis=1) if dense else None
-        offset = np.array([o for _, o, _ in dense])
+        coefs = np.stack([c for c, _, _ in dense], axis=1) if dense else None
+        offsets = np.array([o for _, o, _ in dense])
         for start in range(0, keys.shape[0], _EVAL_BLOCK):
             x = self._decode(keys[start:start + _EVAL_BLOCK]).astype(np.float64)
             acc = out[start:start + x.shape[0]]
-            if dense:
-                index = np.rint(x @ coef + offset).astype(np.int64)
+            if coefs is not None:  # there are dense tables
+                index = np.rint(x @ coefs + offsets).astype(np.int64)
                 for k, (_, _, table) in enumerate(dense):
                     acc += table[index[:, k]]
             for cols, alpha in sparse:

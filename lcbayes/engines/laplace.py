@@ -57,11 +57,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 
 from ..alias import log_alias
 from ..errors import ArgumentError
 from ..information import information
 from ..params import PriorSpec, dirichlet_log_density, prior_tables, to_tables
+from ..render import JSONRecord, record_dict
 from ..structure import Structure
 from ..validation import Seed, check_choice, check_int, observed_data
 from .em import em
@@ -84,7 +86,7 @@ class LaplaceWarning(UserWarning):
 
 
 @dataclass(frozen=True, repr=False)
-class LaplaceResult:
+class LaplaceResult(JSONRecord):
     """What :func:`laplace` computed (module docstring).
 
     Attributes:
@@ -127,31 +129,16 @@ class LaplaceResult:
         return self.loglik + self.log_prior
 
     def to_dict(self) -> dict:
-        """JSON-ready and lossless (the fit nested); :meth:`from_dict` reads it back."""
-        return {"method": "laplace", "log_evidence": _json_float(self.log_evidence),
-                "variant": self.variant, "alias": self.alias, "log_alias": self.log_alias,
-                "duplicate_groups": [list(g) for g in self.duplicate_groups],
-                "loglik": self.loglik, "log_prior": self.log_prior,
-                "log_det": _json_float(self.log_det), "eigen_range": list(self.eigen_range),
-                "positive_definite": self.positive_definite,
-                "by_variant": {k: _json_float(v) for k, v in self.by_variant.items()},
-                "n_parameters": self.n_parameters, "fit": self.fit.to_dict(),
-                "seconds": self.seconds}
+        """JSON-ready and lossless (the fit nested, NaN as ``None``); :meth:`from_dict` reads
+        it back."""
+        return record_dict(self, method="laplace")
 
-    @classmethod
-    def from_dict(cls, spec: dict) -> LaplaceResult:
-        """The result of :meth:`to_dict`."""
-        return cls(log_evidence=_float(spec["log_evidence"]), variant=str(spec["variant"]),
-                   alias=bool(spec["alias"]), log_alias=float(spec["log_alias"]),
-                   duplicate_groups=tuple(tuple(int(i) for i in g)
-                                          for g in spec["duplicate_groups"]),
-                   loglik=float(spec["loglik"]), log_prior=float(spec["log_prior"]),
-                   log_det=_float(spec["log_det"]),
-                   eigen_range=tuple(float(v) for v in spec["eigen_range"]),
-                   positive_definite=bool(spec["positive_definite"]),
-                   by_variant={k: _float(v) for k, v in spec["by_variant"].items()},
-                   n_parameters=int(spec["n_parameters"]),
-                   fit=EMResult.from_dict(spec["fit"]), seconds=float(spec["seconds"]))
+    def to_frame(self) -> pd.DataFrame:
+        """One row per variant: ``variant``, ``log_evidence`` (NaN where its ``A`` is not
+        positive definite) and ``chosen`` (the variant of :attr:`log_evidence`)."""
+        return pd.DataFrame({"variant": list(self.by_variant),
+                             "log_evidence": list(self.by_variant.values()),
+                             "chosen": [v == self.variant for v in self.by_variant]})
 
     def summary(self) -> str:
         """A short printout."""
@@ -170,20 +157,15 @@ class LaplaceResult:
         return self.summary()
 
 
-def _json_float(x: float) -> float | None:
-    return None if not math.isfinite(x) else float(x)
-
-
-def _float(x) -> float:
-    return float("nan") if x is None else float(x)
-
-
 def softmax_log_prior(structure: Structure, params, prior: PriorSpec = "dirichlet") -> float:
     """``ln p(phi)``: the Dirichlet ``prior`` as a density of the softmax-basis parameters,
     ``sum_rows [ln Gamma(sum alpha) - sum ln Gamma(alpha_k) + sum alpha_k ln theta_k]``
     (Whiley §4.3.1; module docstring)."""
     tables = [np.asarray(t, dtype=np.float64) for t in to_tables(structure, params)]
     alphas = prior_tables(structure, prior)
+    if alphas is None:
+        raise ArgumentError("softmax_log_prior needs a prior (the density in the softmax "
+                            "basis), got prior=None")
     jacobian = sum(float(np.log(t).sum()) for t in tables)
     return dirichlet_log_density(tuple(tables), alphas) + jacobian
 

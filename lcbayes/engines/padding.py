@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import overload
 
 import numpy as np
 
@@ -68,7 +69,7 @@ class ClassPadding:
                             hidden_marginals=tuple(np.asarray(m)[:, :self.classes]
                                                    for m in est.hidden_marginals))
 
-    def pad(self, tables: Sequence[np.ndarray], weight: float = 0.0, row: float | None = None
+    def pad(self, tables: Sequence, weight: float = 0.0, row: float | None = None
             ) -> tuple[np.ndarray, ...]:
         """``LC(K)`` tables (without a leading batch axis or with one) to ``LC(K_max)``: the
         class weights of the switched-off classes set to ``weight``, every entry of their item
@@ -91,6 +92,12 @@ class ClassPadding:
                      else np.asarray(t)[..., :k, :] for i, t in enumerate(tables))
 
 
+@overload
+def class_padding(structure: Structure, pad_classes: None) -> None: ...
+@overload
+def class_padding(structure: Structure, pad_classes: int) -> ClassPadding: ...
+@overload
+def class_padding(structure: Structure, pad_classes: int | None) -> ClassPadding | None: ...
 def class_padding(structure: Structure, pad_classes: int | None) -> ClassPadding | None:
     """The padding of ``structure`` to ``pad_classes`` classes (``None``: no padding); only
     latent class models pad, to at least their own number of classes."""

@@ -94,6 +94,7 @@ class EstimateRecord:
 
         lines = []
         if s.kind == "latent_class":
+            assert s.n_classes is not None  # a latent class structure has a number of classes
             classes = [f"class {k + 1}" for k in range(s.n_classes)]
             lines += [f"Estimated class population shares{qualifier}",
                       *matrix_lines(["share"], classes, [self.class_weights],

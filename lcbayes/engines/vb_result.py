@@ -122,7 +122,7 @@ class VBResult(DirichletPosterior, RunRecord):
         numbered from 1, as :meth:`lcbayes.EMResult.summary` numbers them)."""
         s = self.structure
         model = (f"latent class model, {plural(s.n_classes, 'class', 'classes')}"
-                 if s.kind == "latent_class" else s.kind)
+                 if s.n_classes is not None else s.kind)  # None unless a latent class model
         lines = [
             f"VBEM ({model}; {self.n_parameters} parameters, "
             f"{plural(self.n_observed_rows, 'observed row')}, "

@@ -47,12 +47,14 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 
 from ..alias import log_alias
 from ..data import Dataset
@@ -61,6 +63,7 @@ from ..inference import complete_columns, e_step, flat, flat_e_step, prepare
 from ..inference.tying import RowTying, entry_weights, pool
 from ..memory import check_restarts_memory
 from ..params import PriorSpec, from_tables, proper_prior_tables, to_tables
+from ..render import JSONRecord
 from ..sharding import pattern_shards
 from ..structure import Structure
 from ..validation import (
@@ -86,10 +89,11 @@ from .padding import class_padding
 from .run_record import check_batching, record_fields, start_engine, warn_unconverged
 from .vb_result import VBResult
 
-__all__ = ["BoundTerms", "VBResult", "VBRuns", "bound_terms", "run_vbem", "vbem"]
+__all__ = ["BoundTermsResult", "VBResult", "VBRuns", "bound_terms", "run_vbem", "vbem"]
 
 
-class BoundTerms(NamedTuple):
+@dataclass(frozen=True)
+class BoundTermsResult(JSONRecord):
     """The three forms of ``F`` (module docstring) at a ``q(s)`` and Dirichlet posteriors
     ``alpha``.
 
@@ -100,6 +104,16 @@ class BoundTerms(NamedTuple):
     general: float
     after_vbe: float
     after_vbm: float
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per form: ``form`` (``general``, ``after_vbe``, ``after_vbm``) and ``F``."""
+        return pd.DataFrame({"form": ["general", "after_vbe", "after_vbm"],
+                             "F": [self.general, self.after_vbe, self.after_vbm]})
+
+    def summary(self) -> str:
+        """The three forms, one a line."""
+        return (f"Variational bound F: general form {self.general:.6f}, after VBE "
+                f"{self.after_vbe:.6f}, after VBM {self.after_vbm:.6f}")
 
 
 class VBRuns(NamedTuple):
@@ -193,8 +207,8 @@ def _terms(structure, alphas, priors, patterns, weights):
             complete_data_log_evidence(est.counts, priors) + entropy)
 
 
-def bound_terms(structure: Structure, data, posterior: dict,
-                prior: PriorSpec = "dirichlet") -> BoundTerms:
+def bound_terms(structure: Structure, data, posterior: dict, *,
+                prior: PriorSpec = "dirichlet") -> BoundTermsResult:
     """``F`` in its three algebraic forms (module docstring) at the Dirichlet posteriors
     ``posterior`` (``{node: alpha}``, CPT-shaped) and the VBE posterior ``q(s)`` they imply.
 
@@ -207,7 +221,7 @@ def bound_terms(structure: Structure, data, posterior: dict,
                    for n, p in zip(structure.nodes, priors, strict=True))
     values = _terms(structure, alphas, priors, jnp.asarray(data.patterns),
                     _observed_weights(data))
-    return BoundTerms(*(float(v) for v in values))
+    return BoundTermsResult(*(float(v) for v in values))
 
 
 _final_vbe = jax.jit(lambda structure, alphas, patterns, weights, active=None: _vbe(
@@ -230,7 +244,7 @@ def vbem(
     max_iter: int = 1000,
     batch_size: int | None = None,
     init: EMResult | None = None,
-    acceleration: Literal["squarem", "none"] = "squarem",
+    algorithm: Literal["squarem", "vbem"] = "squarem",
     pad_classes: int | None = None,
     devices: int | Sequence[jax.Device] | None = None,
 ) -> VBResult:
@@ -254,9 +268,9 @@ def vbem(
             fit's Cheeseman-Stutz score, so the returned bound is at least ``init.cs`` (same
             prior). It runs after the ``restarts`` prior draws, in the same compiled program;
             ``restarts=0`` runs it alone.
-        acceleration: ``"squarem"`` (default): every iteration is a SQUAREM cycle on
+        algorithm: ``"squarem"`` (default): every iteration is a SQUAREM cycle on
             ``ln alpha`` (up to three VBE steps, monotone safeguard; :mod:`lcbayes.engines.
-            squarem`); ``"none"``: plain alternation. Both stop on the same plain-step
+            squarem`); ``"vbem"``: plain VBE/VBM alternation. Both stop on the same plain-step
             criterion.
         pad_classes: run a latent class model inside the compiled program of the model with
             ``pad_classes`` classes, the extra classes switched off
@@ -269,7 +283,7 @@ def vbem(
     restarts = check_int(restarts, "restarts", 0 if init is not None else 1)
     tol = check_positive(tol, "tol")
     max_iter = check_int(max_iter, "max_iter", 1)
-    check_choice(acceleration, "acceleration", ("squarem", "none"))
+    check_choice(algorithm, "algorithm", ("squarem", "vbem"))
     if init is not None and not isinstance(init, EMResult):
         raise ArgumentTypeError(f"init must be an EMResult (an lcb.em fit), got "
                                 f"{type(init).__name__}")
@@ -284,6 +298,7 @@ def vbem(
     patterns = jnp.asarray(data.patterns)
     weights = _observed_weights(data)
     rng = numpy_rng(seed)
+    starts: tuple[np.ndarray | jax.Array, ...]  # drawn in NumPy, run in JAX
     starts = tuple(_normalised(rng.gamma(lam, size=(restarts, *lam.shape))) for lam in lambdas)
     if init is not None:
         starts = tuple(np.concatenate([s, t[None]]) for s, t in
@@ -302,9 +317,10 @@ def vbem(
         priors, starts, active = shards.replicate((priors, starts, active))
     runs = jax.tree_util.tree_map(np.asarray, run_vbem(
         run_structure, patterns, weights, priors, starts,
-        tol * n_obs, max_iter, batch_size, True, acceleration == "squarem",
+        tol * n_obs, max_iter, batch_size, True, algorithm == "squarem",
         complete=complete_columns(data.patterns), active=active))
     best = int(np.nanargmax(runs.elbo))
+    alphas: tuple[np.ndarray | jax.Array, ...]  # unpadded in NumPy
     alphas = tuple(jnp.asarray(a[best]) for a in runs.alphas)
     est = _final_vbe(run_structure, alphas, patterns, weights, active)
     if shards is not None:

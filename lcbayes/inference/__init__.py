@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from typing import Any
+from typing import Any, Literal, overload
 
 import jax
 import jax.numpy as jnp
@@ -48,8 +48,8 @@ def _route(structure: Structure):
     return tree if structure.kind == "hlc" else enumeration
 
 
-def prepare(structure: Structure, patterns: jax.Array, complete: tuple[int, ...] = ()
-            ) -> Evidence:
+def prepare(structure: Structure, patterns: jax.Array | np.ndarray,
+            complete: tuple[int, ...] = ()) -> Evidence:
     """The data patterns in the form the structure's route consumes (build once, reuse).
 
     ``complete``: pattern columns with no missing value (:func:`complete_columns`), which the
@@ -66,11 +66,12 @@ def complete_columns(patterns: np.ndarray) -> tuple[int, ...]:
     return tuple(int(c) for c in np.flatnonzero((patterns >= 0).all(axis=0)))
 
 
-def _evidence(structure: Structure, data: Evidence | jax.Array) -> Evidence:
+def _evidence(structure: Structure, data: Evidence | jax.Array | np.ndarray) -> Evidence:
     return data if isinstance(data, Evidence) else prepare(structure, data)
 
 
-def log_marginal(structure: Structure, log_tables, data: Evidence | jax.Array) -> jax.Array:
+def log_marginal(structure: Structure, log_tables, data: Evidence | jax.Array | np.ndarray
+                 ) -> jax.Array:
     """``(P,)`` ``ln p(y_p)`` for every pattern (missing values summed out).
 
     ``data`` is a ``(P, J)`` pattern matrix or the :class:`Evidence` built from it."""
@@ -118,6 +119,15 @@ def _prepare(structure: Structure, params: Mapping[str, Any], data: Dataset):
     return data, log_tables, jnp.asarray(data.patterns), jnp.asarray(data.counts)
 
 
+@overload
+def log_likelihood(structure: Structure, params: Mapping[str, Any], data: Dataset, *,
+                   per_row: Literal[False] = False) -> float: ...
+@overload
+def log_likelihood(structure: Structure, params: Mapping[str, Any], data: Dataset, *,
+                   per_row: Literal[True]) -> np.ndarray: ...
+@overload
+def log_likelihood(structure: Structure, params: Mapping[str, Any], data: Dataset, *,
+                   per_row: bool = False) -> float | np.ndarray: ...
 def log_likelihood(structure: Structure, params: Mapping[str, Any], data: Dataset, *,
                    per_row: bool = False) -> float | np.ndarray:
     """``sum_rows ln p(y_row | theta)`` with missing values marginalised; ``per_row``: the

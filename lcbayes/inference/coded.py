@@ -156,6 +156,7 @@ class CodedOneHot:
             sums = jax.ops.segment_sum(mass, self.codes[:, b], num_segments=book.shape[0])
             parts.append(sums.T @ book)
             total = sums.sum(axis=0) if total is None else total
+        assert total is not None  # there are blocks
         return jnp.concatenate(parts, axis=1), total
 
 

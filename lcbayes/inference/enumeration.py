@@ -128,6 +128,7 @@ def prepare(structure: Structure, patterns: jax.Array, complete: tuple[int, ...]
     folded = tuple(i for i in plan.leaves
                    if plan.column[i] in complete and structure.cardinalities[i] > 1)
     n_patterns = patterns.shape[0]
+    one_hot: jax.Array | coded.CodedOneHot
     if n_patterns >= CODED_MIN_PATTERNS:
         leaves = tuple(_coded_leaf(structure, plan, i, i in folded, plan.column[i] in complete)
                        for i in plan.leaves)
@@ -318,6 +319,7 @@ def _probability_space_e_step(structure: Structure, flat_log: jax.Array, evidenc
     about the state by hundreds of nats) or every state is impossible. Such a pattern gets NaN
     masses, so the counts hold NaN: the caller's one cheap test."""
     base, per_state = _leaf_terms(structure, flat_log, evidence.folded)
+    assert isinstance(evidence.one_hot, coded.CodedOneHot)  # the caller checked
     joint, log_scale = evidence.one_hot.exp_dot(
         per_state.T, finite_log(state_log_prior(structure, flat_log)) + base)
     if evidence.log_consistency is not None:

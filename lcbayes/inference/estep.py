@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+if TYPE_CHECKING:
+    from .coded import CodedOneHot
 
 __all__ = ["LOG_ZERO_THRESHOLD", "EStep", "Evidence", "finite_log", "normalise_rows",
            "one_hot_columns", "restore_minus_inf", "safe_normaliser"]
@@ -34,7 +38,7 @@ class Evidence:
             is left out of ``one_hot`` (static; see :func:`lcbayes.inference.enumeration.prepare`).
     """
 
-    one_hot: jax.Array
+    one_hot: jax.Array | CodedOneHot
     log_consistency: jax.Array | None
     folded: tuple[int, ...] = field(default=())
 
@@ -56,8 +60,8 @@ class EStep(NamedTuple):
     """
 
     log_marginal: jax.Array
-    counts: tuple[jax.Array, ...]
-    hidden_marginals: tuple[jax.Array, ...]
+    counts: tuple[np.ndarray | jax.Array, ...]
+    hidden_marginals: tuple[np.ndarray | jax.Array, ...]
     hidden_entropy: jax.Array
     completion_entropy: jax.Array
 

@@ -9,9 +9,13 @@ tables).
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+_Array = TypeVar("_Array", np.ndarray, jax.Array)
 
 __all__ = ["entry_nodes", "entry_rows", "flatten", "log_normalise", "normalise", "offsets",
            "row_matrix", "row_nodes", "unflatten"]
@@ -22,8 +26,9 @@ def flatten(tables) -> jax.Array:
     return jnp.concatenate([jnp.ravel(t) for t in tables])
 
 
-def unflatten(flat: jax.Array, shapes) -> tuple[jax.Array, ...]:
-    """Inverse of :func:`flatten` for tables of the given ``(q_i, r_i)`` shapes."""
+def unflatten(flat: _Array, shapes) -> tuple[_Array, ...]:
+    """Inverse of :func:`flatten` for tables of the given ``(q_i, r_i)`` shapes (NumPy arrays
+    of a NumPy vector)."""
     out, start = [], 0
     for q, r in shapes:
         out.append(flat[start:start + q * r].reshape(q, r))

@@ -27,6 +27,7 @@ import numpy as np
 from jax.scipy.special import logsumexp, xlogy
 
 from ..structure import Structure
+from .coded import CodedOneHot
 from .estep import (
     EStep,
     Evidence,
@@ -79,10 +80,12 @@ def _upward(structure: Structure, log_tables, evidence: Evidence, virtual_eviden
     """Leaf evidence ``own``, upward messages ``up`` and ``lambda`` per hidden node, and the
     per-pattern log marginal."""
     plan = _plan(structure)
+    assert not isinstance(evidence.one_hot, CodedOneHot)  # coded: the enumeration route's
     n = evidence.one_hot.shape[0]
     extra = ({} if virtual_evidence is None
              else dict(zip(structure.hidden_nodes, virtual_evidence, strict=True)))
-    own, up, lam = {}, {}, {}
+    own, lam = {}, {}
+    up: dict[int, jax.Array] = {}
     for v in reversed(plan.order):
         acc = jnp.zeros((n, structure.cardinalities[v]))
         if plan.leaf_children[v]:
@@ -113,6 +116,7 @@ def e_step(structure: Structure, log_tables, evidence: Evidence, weights: jax.Ar
            virtual_evidence=None) -> EStep:
     """Log marginals, expected counts, hidden marginals and posterior entropies."""
     plan = _plan(structure)
+    assert not isinstance(evidence.one_hot, CodedOneHot)  # coded: the enumeration route's
     own, up, lam, log_marg = _upward(structure, log_tables, evidence, virtual_evidence)
     norm = safe_normaliser(log_marg)
     tau = {plan.root: jnp.broadcast_to(log_tables[plan.root][0], lam[plan.root].shape)}

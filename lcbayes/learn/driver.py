@@ -28,14 +28,15 @@ class Path:
     """The moves tried so far, with the time since the start, and an optional progress bar."""
 
     def __init__(self, started: float, bar) -> None:
-        self.started, self.bar, self.moves = started, bar, []
+        self.started, self.bar = started, bar
+        self.moves: list[Move] = []
 
     def add(self, operation: str, candidate: Scored, accepted: bool,
             hidden: str | None = None) -> None:
         """Record a move; ``hidden`` replaces the candidate's cardinalities as its text."""
-        classes, cards = _hidden(candidate.model)
+        states, cards = _hidden(candidate.model)
         hidden = cards if hidden is None else hidden
-        self.moves.append(Move(step=len(self.moves), operation=operation, classes=classes,
+        self.moves.append(Move(step=len(self.moves), operation=operation, hidden_states=states,
                                hidden=hidden, loglik=candidate.loglik, score=candidate.score,
                                accepted=accepted, seconds=time.perf_counter() - self.started))
         if self.bar is not None:
@@ -104,4 +105,5 @@ def fixed(path: Path, ctx: Context, restarts: Callable[[int], Scored]) -> Scored
         path.add("restarts", candidate, better)
         current = candidate if better else current
         n *= 2
+    assert current is not None  # the first round always runs
     return current

@@ -35,7 +35,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -49,15 +49,19 @@ from .scoring import Scorer
 __all__ = ["Context", "RandomMoves", "ReuseMoves", "Scored"]
 
 
-class Scored(NamedTuple):
-    """A model, its log-likelihood and its score."""
+_Model = TypeVar("_Model")
 
-    model: ClassModel
+
+class Scored(NamedTuple, Generic[_Model]):
+    """A model, its log-likelihood and its score (a latent class search's
+    :class:`~.mixture.ClassModel` or an HLC search's :class:`~.trees.TreeModel`)."""
+
+    model: _Model
     loglik: float
     score: float
 
-    @property
-    def n_classes(self) -> int:
+    @property  # of latent class models only; mypy rejects self types of generic NamedTuples
+    def n_classes(self: Scored[ClassModel]) -> int:  # type: ignore[misc]  # mypy gap: NamedTuple
         return self.model.n_classes
 
 

@@ -146,7 +146,7 @@ def prune_em(padded: Structure, data: Dataset, flats: np.ndarray, active: np.nda
     for lane in alive:
         g = int(groups[lane])
         if g not in best or loglik[lane] > loglik[best[g]]:
-            best[g] = lane
+            best[g] = int(lane)
     return [(flats[best[g]], float(loglik[best[g]]), int(n_iter[best[g]])) for g in sorted(best)]
 
 

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from ..engines.em_result import EMResult
-from ..render import json_value, plural
+from ..render import json_value, plural, record_from_dict
 from ..structure import Structure
 from .tree_drawing import tree_text
 
@@ -32,8 +32,8 @@ class Move(NamedTuple):
             the tree search's ``"add_node"``, ``"remove_node"``, ``"relocate"``,
             ``"add_state"``, ``"remove_state"`` and ``"latent_class"``
             (:mod:`.tree_search`).
-        classes: the candidate's number of classes ``|H|`` (HLC: its total number of hidden
-            states).
+        hidden_states: the candidate's number of classes ``|H|`` (HLC: its total number of
+            hidden states).
         hidden: its hidden cardinalities as text (``"3"``; HLC: ``"H:2 H1:3 H2:1"``; the
             tree search: the tree, ``"H0:2(H1:2(A,B,C),D,E)"``).
         loglik: its log-likelihood after the move's multiple-restart EM.
@@ -44,7 +44,7 @@ class Move(NamedTuple):
 
     step: int
     operation: str
-    classes: int
+    hidden_states: int
     hidden: str
     loglik: float
     score: float
@@ -118,6 +118,13 @@ class LearnResult:
             "path": [m._asdict() for m in self.path],
         })
 
+    @classmethod
+    def from_dict(cls, spec: dict) -> LearnResult:
+        """The result of :meth:`to_dict` (e.g. after a JSON round trip): the same fit, path
+        and settings."""
+        best = {k: v for k, v in spec["best"].items() if k != "score"}
+        return record_from_dict(cls, spec, fit=EMResult.from_dict(best))
+
     def summary(self) -> str:
         """A short printout: the best model, how the search got there."""
         accepted = [m for m in self.path if m.accepted]
@@ -142,7 +149,7 @@ class LearnResult:
         ]
         return "\n".join(lines)
 
-    def to_html(self, path, data_name: str | None = None):
+    def to_html(self, path, *, data_name: str | None = None):
         """Write the HTML report (:func:`lcbayes.learn.report.write_html`): the path of moves,
         the score against time and the chosen model's class profiles."""
         from .report import write_html

@@ -35,7 +35,7 @@ __all__ = ["walk_root"]
 
 def walk_root(
     structure: Structure, params: Mapping[str, np.ndarray], node: str
-) -> tuple[Structure, dict[str, np.ndarray]]:
+) -> tuple[Structure, Mapping[str, np.ndarray]]:
     """Re-root an HLC model at the hidden node ``node`` (Karčiauskas 2005, §3.4.2).
 
     Each edge on the path from the current root to ``node`` is reversed in turn, the new root

@@ -109,7 +109,7 @@ def learn_classes(
     method: str = "splitmerge",
     seed: Seed = 0,
     time_limit: float | None = None,
-    classes: int | None = None,
+    n_classes: int | None = None,
     max_classes: int | None = None,
     splits: int = 16,
     perturbation: float = 0.001,
@@ -128,12 +128,12 @@ def learn_classes(
             ``"vbem"`` or ``"smc"`` (the log evidence; :mod:`lcbayes.learn.scoring`).
         method: ``"splitmerge"`` (parameter reuse, Procedure 6.1), ``"splitmerge_noadjust"``
             (without the Adjust move, Table 6.15), ``"standard3"`` (random restarts in the
-            same loop) or ``"fixed"`` (StandardFixed: random restarts at ``classes``).
+            same loop) or ``"fixed"`` (StandardFixed: random restarts at ``n_classes``).
         seed: a non-negative integer or a ``jax.random`` key; the same seed gives the same
             path.
         time_limit: seconds; the search returns the best model found when they run out (the
             move under way finishes first). ``None``: run to the end.
-        classes: the number of classes of ``method="fixed"`` (required there, refused
+        n_classes: the number of classes of ``method="fixed"`` (required there, refused
             elsewhere).
         max_classes: never try more classes than this.
         splits: random splits per component (``N_0 = 16``).
@@ -154,17 +154,19 @@ def learn_classes(
     ctx = _context(data, score, method, seed, time_limit, started, max_classes, splits,
                    perturbation, starts, delta, tol, max_iter)
     if method == "fixed":
-        if classes is None:
-            raise ArgumentError("method='fixed' needs classes=K, the number of classes to fit")
-        classes = check_int(classes, "classes", 1)
-    elif classes is not None:
-        raise ArgumentError(f"classes= is the number of classes of method='fixed'; "
+        if n_classes is None:
+            raise ArgumentError("method='fixed' needs n_classes=K, the number of classes to "
+                                "fit")
+        n_classes = check_int(n_classes, "n_classes", 1)
+    elif n_classes is not None:
+        raise ArgumentError(f"n_classes= is the number of classes of method='fixed'; "
                             f"method={method!r} searches for it, leave it out")
 
     def search(path: Path) -> Scored:
         if method == "fixed":
+            assert n_classes is not None  # method='fixed' needs it (checked above)
             return fixed(path, ctx, lambda n: ctx.best_of(
-                [random_model(data, classes, ctx.rng) for _ in range(n)], ctx.q_split))
+                [random_model(data, n_classes, ctx.rng) for _ in range(n)], ctx.q_split))
         start = ctx.best_of([independence_model(data)], 1)
         path.add("start", start, True)
         moves = ReuseMoves(ctx) if method.startswith("splitmerge") else RandomMoves(ctx)
@@ -173,7 +175,7 @@ def learn_classes(
     best, path = run_search(ctx, f"learn_classes ({method})", progress, search, started)
     structure = ctx.scorer.structure(best.model.n_classes)
     return final_result(ctx, structure, best.model.params(structure), path, method, seed, started,
-                   {"classes": classes})
+                   {"n_classes": n_classes})
 
 
 def _skeleton(data: Dataset, skeleton) -> Structure:

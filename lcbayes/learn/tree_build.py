@@ -103,7 +103,7 @@ class _Fitter:
             tables[last] = np.full((2, self.data.cardinalities[self.data.columns.index(last)]),
                                    1.0 / self.data.cardinalities[self.data.columns.index(last)])
             starts[0] = TreeModel(structure, tuple(tables[n] for n in structure.nodes))
-        leaves = tuple((c, frozenset()) for c in structure.observed_names)
+        leaves = tuple((c, frozenset[str]()) for c in structure.observed_names)
         fits = local_em(starts[0], self.data, [Candidate("start", "", s, leaves)
                                                for s in starts], self.ctx.em.tol)
         return max(fits, key=lambda f: f.loglik)
@@ -138,7 +138,7 @@ def islands(ctx: Context, data: Dataset, threshold: float = UD_THRESHOLD,
     names = list(data.columns)
     fitter = _Fitter(ctx, data, names)
     left = list(range(len(names)))
-    found = []
+    found: list[tuple[list[str], TreeModel]] = []
     while len(left) >= 3 and not (found and ctx.expired()):
         a, b = max(combinations(left, 2), key=lambda p: mi[p[0], p[1]])
         members = [a, b]
@@ -158,6 +158,7 @@ def islands(ctx: Context, data: Dataset, threshold: float = UD_THRESHOLD,
                     break
             members.append(z)
             fit = grown
+        assert fit is not None  # max_island > 2 members: the loop above ran
         found.append(([names[j] for j in members], fit.model))
         left = [j for j in left if j not in members]
     return found, [names[j] for j in left]

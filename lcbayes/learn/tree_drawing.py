@@ -99,7 +99,7 @@ def same_tree(a: Structure, b: Structure) -> bool:
     return robinson_foulds(a, b) == 0 and _cardinality_map(a) == _cardinality_map(b)
 
 
-def _cardinality_map(s: Structure) -> set[tuple[frozenset[str], int]]:
+def _cardinality_map(s: Structure) -> set[tuple[frozenset[frozenset[str]], int]]:
     """Each hidden node as (the set of leaf splits at its edges, its cardinality)."""
     leaves = frozenset(s.observed_names)
     first = min(leaves)

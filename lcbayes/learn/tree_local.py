@@ -211,7 +211,9 @@ def local_em(current: TreeModel, data: Dataset, candidates: list[Candidate], tol
                 model = _unpack(candidates[j].model, fit_pi[lane], fit_b[lane])
                 out[j] = LocalFit(candidates[j], model,
                                   float(ll[lane] + data.counts @ offset[start + lane]))
-    return out
+    fits = [fit for fit in out if fit is not None]
+    assert len(fits) == len(candidates)  # every candidate is in one group
+    return fits
 
 
 def _unpack(model: TreeModel, pi: np.ndarray, b: np.ndarray) -> TreeModel:

@@ -27,6 +27,7 @@ The search allows hidden cardinality 1 and irregular intermediate models, as the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -72,7 +73,7 @@ def tree_scored(ctx: Context, model: TreeModel, loglik: float) -> Scored:
     return Scored(model, loglik, ctx.scorer(model.structure, model.tables, loglik))
 
 
-def _best(candidates: list[Scored | None]) -> Scored | None:
+def _best(candidates: Sequence[Scored | None]) -> Scored | None:
     found = [c for c in candidates if c is not None]
     return max(found, key=lambda c: c.score) if found else None
 

@@ -263,7 +263,7 @@ def remove_state(model: TreeModel, data: Dataset, h: str, a: int, b: int) -> Can
 
 
 def _card(spec: Spec, name: str) -> int:
-    return spec.cards.get(name, spec.tables[name].shape[1])
+    return spec.cards.get(name, int(spec.tables[name].shape[1]))
 
 
 def _bound(cards: list[int]) -> int:

@@ -61,6 +61,7 @@ from ..validation import (
 from .driver import Path
 from .moves import Context, Scored
 from .restarts import EMSettings
+from .result import LearnResult
 from .scoring import SCORES, Scorer
 from .search import final_result, learn_classes, run_search
 from .tree_build import build_tree
@@ -230,7 +231,7 @@ def _start(ctx: Context, runner: Executor) -> Scored:
     """EAST's start: the latent class model with two classes, the best of ``ctx.n_splits``
     random starts after EM (run as local EMs whose items are the leaves, on ``runner``)."""
     structure = _one_hidden(ctx.data, 2)
-    items = tuple((name, frozenset()) for name in structure.observed_names)
+    items = tuple((name, frozenset[str]()) for name in structure.observed_names)
     starts = [Candidate("start", "random start", random_tree(structure, ctx.rng), items)
               for _ in range(ctx.n_splits)]
     best = max(local_fits(runner, starts[0].model, ctx.data, starts, ctx.em.tol),
@@ -262,7 +263,7 @@ def learn_tree(
     executor: Literal["serial", "dask"] | Executor | None = None,
     scheduler: str | None = None,
     workers: int | None = None,
-):
+) -> LearnResult:
     """Learn the hidden tree of an HLC model, its cardinalities included (EAST; module
     docstring).
 

@@ -32,6 +32,7 @@ import math
 import time
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING, Literal
 
 import jax
 import jax.numpy as jnp
@@ -47,8 +48,19 @@ from ..execution import executor as open_executor
 from ..inference import complete_columns, e_step, flat, prepare
 from ..params import to_tables
 from ..render import plural
-from ..validation import as_dataset, check_int, check_positive, check_seed, data_for, seed_record
+from ..validation import (
+    Seed,
+    as_dataset,
+    check_int,
+    check_positive,
+    check_seed,
+    data_for,
+    seed_record,
+)
 from .results import BLRTResult, check_fit
+
+if TYPE_CHECKING:
+    from ..structure import Structure
 
 __all__ = ["BLOCK", "blrt"]
 
@@ -139,11 +151,11 @@ def _pattern_bound(data) -> int:
 
 @dataclass
 class _Context:
-    s0: object
-    s1: object
+    s0: Structure
+    s1: Structure
     tables0: list
     mask: np.ndarray
-    entropy: object
+    entropy: int | list[int]
     restarts: int
     keep: int | None
     burn_in: int
@@ -247,9 +259,10 @@ def _observed_fits(data, k: int, restarts: int, seed, fits):
         f0, f1 = (check_fit(f, name, data) for f, name in zip(fits, ("fits[0]", "fits[1]"),
                                                                  strict=True))
         for f, want, name in ((f0, k - 1, "fits[0]"), (f1, k, "fits[1]")):
+            assert f.n_classes is not None  # check_fit: a latent class model
             if f.n_classes != want:
                 raise ArgumentError(f"{name} has {plural(f.n_classes, 'class', 'classes')}; "
-                                    f"blrt(k={k}) needs {want}")
+                                    f"blrt(n_classes={k}) needs {want}")
         if f0.structure.observed_names != f1.structure.observed_names:
             raise ArgumentError("fits[0] and fits[1] model different data columns")
         return f0, f1
@@ -267,17 +280,18 @@ def _entropy(seed):
     return seed if isinstance(seed, int) else [int(w) for w in np.asarray(seed)]
 
 
-def blrt(data, k: int, replicates: int = 500, restarts: int = 10, seed=0, alpha: float = 0.05,
-         sequential: bool = True, *, fits=None, fit_restarts: int | None = None,
-         keep: int | None = None, burn_in: int = 10, tol: float = 1e-6, max_iter: int = 1000,
-         batch_size: int | None = None, executor: str | Executor | None = None,
+def blrt(data, n_classes: int, *, replicates: int = 500, restarts: int = 10, seed: Seed = 0,
+         alpha: float = 0.05, sequential: bool = True, fits=None,
+         fit_restarts: int | None = None, keep: int | None = None, burn_in: int = 10,
+         tol: float = 1e-8, max_iter: int = 2000, batch_size: int | None = None,
+         executor: Literal["serial", "dask"] | Executor | None = None,
          scheduler: str | None = None, workers: int | None = None) -> BLRTResult:
-    """Parametric bootstrap likelihood-ratio test of ``k - 1`` against ``k`` latent classes
-    (module docstring: estimator, missing values, starts, the stopping rule).
+    """Parametric bootstrap likelihood-ratio test of ``n_classes - 1`` against ``n_classes``
+    latent classes (module docstring: estimator, missing values, starts, the stopping rule).
 
     Args:
         data: a :class:`~lcbayes.Dataset`, DataFrame or code array (``-1`` missing).
-        k: classes of the alternative (>= 2); the null has ``k - 1``.
+        n_classes: classes of the alternative (>= 2); the null has one fewer.
         replicates: most bootstrap replicates ``B`` (>= 1).
         restarts: random EM starts per model and replicate (plus one informed start).
         seed: integer or ``jax.random`` key; the same seed gives the same result.
@@ -289,7 +303,7 @@ def blrt(data, k: int, replicates: int = 500, restarts: int = 10, seed=0, alpha:
         keep, burn_in: two-stage refits: all starts run ``burn_in`` iterations, the ``keep``
             best per replicate and model continue (default: every start to convergence).
         tol, max_iter: EM convergence per refit (change of the log-likelihood per observed row;
-            SQUAREM cycles).
+            SQUAREM cycles), as :func:`lcbayes.em`'s.
         batch_size: lanes vmapped side by side (default: 1 on a CPU, a whole block on a
             GPU/TPU); results do not depend on it beyond rounding.
         executor, scheduler, workers: where the blocks of :data:`BLOCK` replicates run
@@ -300,7 +314,7 @@ def blrt(data, k: int, replicates: int = 500, restarts: int = 10, seed=0, alpha:
     """
     start = time.perf_counter()
     data = as_dataset(data)
-    k = check_int(k, "k", 2)
+    k = check_int(n_classes, "n_classes", 2)
     replicates = check_int(replicates, "replicates", 1)
     restarts = check_int(restarts, "restarts", 1)
     seed = check_seed(seed)
@@ -346,7 +360,7 @@ def blrt(data, k: int, replicates: int = 500, restarts: int = 10, seed=0, alpha:
                 break
     p = (1 + exceed) / (1 + done)
     return BLRTResult(
-        k=k, loglik_null=f0.loglik, loglik_alt=f1.loglik, lr=lr, p_value=p,
+        n_classes=k, loglik_null=f0.loglik, loglik_alt=f1.loglik, lr=lr, p_value=p,
         p_value_stderr=math.sqrt(p * (1 - p) / done), p_value_interval=interval, alpha=alpha,
         replicates=replicates, replicates_used=done, stopped_early=stopped, n_exceed=exceed,
         n_failed=failed, replicate_lr=lr_b, replicate_loglik_null=np.concatenate(ll0),

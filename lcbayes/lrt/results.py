@@ -3,30 +3,34 @@ checks of the EM fits the tests take (:func:`check_fit`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
+import pandas as pd
 
 from ..engines.em import EMResult
 from ..errors import ArgumentError, ArgumentTypeError
-from ..render import json_value
+from ..render import JSONRecord, record_dict
 
 __all__ = ["BLRTResult", "LMRResult", "check_fit"]
 
 
 @dataclass(frozen=True)
-class _Result:
+class _Result(JSONRecord):
+    method: ClassVar[str]  # the test, set by each result class
+
     def to_dict(self) -> dict:
-        """Every field as JSON-ready values (non-finite numbers become ``None``)."""
-        return json_value({"method": self.method, **{f.name: getattr(self, f.name)
-                                                     for f in fields(self)}})
+        """Every field as JSON-ready values (non-finite numbers become ``None``), after
+        ``method``; :meth:`from_dict` reads it back."""
+        return record_dict(self, method=self.method)
 
 
 @dataclass(frozen=True)
 class BLRTResult(_Result):
     """Outcome of :func:`blrt` (module docstring); ``*_null`` is the K-1 model, ``*_alt`` K."""
 
-    k: int
+    n_classes: int
     loglik_null: float
     loglik_alt: float
     lr: float
@@ -55,17 +59,25 @@ class BLRTResult(_Result):
         """Whether K classes are preferred to K-1 at level ``alpha``."""
         return self.p_value < self.alpha
 
+    def to_frame(self) -> pd.DataFrame:
+        """One row per bootstrap replicate used: ``replicate``, ``lr``, ``loglik_null``,
+        ``loglik_alt`` and ``exceeds`` (``lr >= LR``, counted in the p-value)."""
+        return pd.DataFrame({"replicate": np.arange(len(self.replicate_lr)),
+                             "lr": self.replicate_lr, "loglik_null": self.replicate_loglik_null,
+                             "loglik_alt": self.replicate_loglik_alt,
+                             "exceeds": self.replicate_lr >= self.lr})
+
     def summary(self) -> str:
         stop = " (stopped early)" if self.stopped_early else ""
         return "\n".join([
-            f"Bootstrap likelihood-ratio test: {self.k - 1} vs {self.k} classes",
+            f"Bootstrap likelihood-ratio test: {self.n_classes - 1} vs {self.n_classes} classes",
             f"  log-likelihoods {self.loglik_null:.4f} ({self.n_parameters_null} parameters), "
             f"{self.loglik_alt:.4f} ({self.n_parameters_alt} parameters)",
             f"  LR = 2 (L_K - L_K-1) = {self.lr:.4f}",
             f"  replicates {self.replicates_used} of {self.replicates}{stop}, {self.restarts} "
             f"restarts each; {self.n_exceed} with LR_b >= LR; {self.n_failed} not converged",
             f"  p = {self.p_value:.4f} (MC s.e. {self.p_value_stderr:.4f}); "
-            f"{'reject' if self.reject else 'keep'} {self.k - 1} classes at alpha = "
+            f"{'reject' if self.reject else 'keep'} {self.n_classes - 1} classes at alpha = "
             f"{self.alpha:g}; {self.seconds:.1f} s"])
 
 
@@ -73,7 +85,7 @@ class BLRTResult(_Result):
 class LMRResult(_Result):
     """Outcome of :func:`lmr` (module docstring): ``weights`` are the eigenvalues ``lambda``."""
 
-    k: int
+    n_classes: int
     loglik_null: float
     loglik_alt: float
     lr: float
@@ -90,7 +102,8 @@ class LMRResult(_Result):
 
     def summary(self) -> str:
         return "\n".join([
-            f"Lo-Mendell-Rubin test: {self.k - 1} vs {self.k} classes (n = {self.n})",
+            f"Lo-Mendell-Rubin test: {self.n_classes - 1} vs {self.n_classes} classes "
+            f"(n = {self.n})",
             f"  VLMR: LR = {self.lr:.4f}, p = {self.p_value_unadjusted:.4f}",
             f"  adjusted LMR: LR* = {self.lr_adjusted:.4f}, p = {self.p_value:.4f} "
             f"(chi-square({self.df}) reference: p = {self.p_value_chi2:.4f})"])

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +37,9 @@ from ..inference import log_marginal, prepare
 from ..params import to_tables
 from ..validation import as_dataset, data_for
 from .results import LMRResult, check_fit
+
+if TYPE_CHECKING:
+    from ..engines.em import EMResult
 
 __all__ = ["lmr", "vuong_weights", "weighted_chi2_sf"]
 
@@ -114,26 +118,29 @@ def weighted_chi2_sf(x: float, weights) -> float:
     return float(np.clip(0.5 + value / math.pi, 0.0, 1.0))
 
 
-def lmr(fit_k_minus_1, fit_k, data) -> LMRResult:
+def lmr(smaller: EMResult, larger: EMResult, data) -> LMRResult:
     """The Vuong-Lo-Mendell-Rubin test and its adjusted form (module docstring) of two ML EM
-    fits of latent class models to ``data`` (fewer classes first)."""
+    fits of latent class models to ``data``: ``smaller`` (the null, fewer classes) against
+    ``larger``."""
     data = as_dataset(data)
-    f0 = check_fit(fit_k_minus_1, "fit_k_minus_1", data)
-    f1 = check_fit(fit_k, "fit_k", data)
+    f0 = check_fit(smaller, "smaller", data)
+    f1 = check_fit(larger, "larger", data)
+    assert f0.n_classes is not None and f1.n_classes is not None  # check_fit: latent class
     if f1.n_classes <= f0.n_classes:
-        raise ArgumentError(f"fit_k must have more classes than fit_k_minus_1, got "
+        raise ArgumentError(f"larger must have more classes than smaller, got "
                             f"{f1.n_classes} and {f0.n_classes}")
     if f0.structure.observed_names != f1.structure.observed_names:
-        raise ArgumentError("fit_k_minus_1 and fit_k model different data columns")
+        raise ArgumentError("smaller and larger model different data columns")
     data = data_for(f1.structure, data)
-    lam = vuong_weights(*_scores(f1.structure, f1.params, data),
-                        *_scores(f0.structure, f0.params, data), data.counts)
+    scores_f, hessian_f = _scores(f1.structure, f1.params, data)
+    scores_g, hessian_g = _scores(f0.structure, f0.params, data)
+    lam = vuong_weights(scores_f, hessian_f, scores_g, hessian_g, data.counts)
     from scipy.stats import chi2
     lr = 2.0 * (f1.loglik - f0.loglik)
     df, n = f1.n_parameters - f0.n_parameters, data.n_observed_rows
     adjusted = lr / (1.0 + 1.0 / (df * math.log(n)))
     return LMRResult(
-        k=f1.n_classes, loglik_null=f0.loglik, loglik_alt=f1.loglik, lr=lr,
+        n_classes=f1.n_classes, loglik_null=f0.loglik, loglik_alt=f1.loglik, lr=lr,
         lr_adjusted=adjusted, df=df, n=n, p_value=weighted_chi2_sf(adjusted, lam),
         p_value_unadjusted=weighted_chi2_sf(lr, lam), p_value_chi2=float(chi2.sf(adjusted, df)),
         weights=lam, n_parameters_null=f0.n_parameters, n_parameters_alt=f1.n_parameters)

@@ -56,7 +56,7 @@ def _subset_plan(k: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
     (``columns (C(k, row+1), row+1)``) and, per column ``c`` of ``T``, the index of
     ``T - c`` among the sets of the row before (``before``, same shape)."""
     plan = []
-    earlier = {(): 0}
+    earlier: dict[tuple[int, ...], int] = {(): 0}
     for size in range(1, k + 1):
         sets = list(itertools.combinations(range(k), size))
         before = [[earlier[tuple(x for x in t if x != c)] for c in t] for t in sets]

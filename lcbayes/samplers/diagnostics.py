@@ -7,9 +7,9 @@ for reversible jump output conditioned on ``k``, by default the most visited num
 then runs ``az.summary`` on the relabelled draws: posterior mean, sd, 94% HDI, the
 rank-normalised split R-hat and the bulk and tail effective sample sizes (Vehtari, Gelman,
 Simpson, Carpenter & Bürkner 2021). For reversible jump output the table also has a row for
-``k`` itself, from the original chains, and :attr:`Diagnostics.k_mixing` says whether the chains
-moved between numbers of classes (:class:`~lcbayes.samplers.results.KMixing`); when they did
-not, a :class:`~lcbayes.samplers.results.KMixingWarning` says what to do. A
+``k`` itself, from the original chains, and :attr:`DiagnosticsResult.k_mixing` says whether
+the chains moved between numbers of classes (:class:`~lcbayes.samplers.results.KMixingResult`);
+when they did not, a :class:`~lcbayes.samplers.results.KMixingWarning` says what to do. A
 :class:`RhatWarning` counts the parameters whose R-hat exceeds ``rhat_threshold`` (1.01, Vehtari
 et al.'s recommendation) and names the worst :data:`FLAG_NAMES` of them.
 
@@ -17,8 +17,8 @@ Figures (matplotlib :class:`~matplotlib.figure.Figure` objects, no pyplot state)
 plots of the class weights and of the items with the highest R-hat, ArviZ rank plots of the
 parameters with the highest R-hat, the posterior of ``K`` with every chain's frequencies and
 the trace of ``k``, and the class profiles (posterior mean and 90% interval of every
-item-response probability per class). :meth:`Diagnostics.to_html` and
-:meth:`Diagnostics.to_markdown` give a self-contained report section with the figures
+item-response probability per class). :meth:`DiagnosticsResult.to_html` and
+:meth:`DiagnosticsResult.to_markdown` give a self-contained report section with the figures
 embedded as base64 PNGs (:mod:`lcbayes.render`), after a settings block (the data, the
 sampler's settings, the relabelling) and before the versions of lcbayes and its dependencies.
 Classes are numbered by their ``class`` coordinate (from 1 in the samplers' output).
@@ -32,35 +32,29 @@ Example::
 
 from __future__ import annotations
 
-import html
 import json
 import warnings
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from matplotlib.figure import Figure
 
 from ..errors import LcbayesError
 from ..render import (
-    data_uri,
     fmt,
     fmt_setting,
-    html_document,
-    html_figure,
-    html_table,
     json_value,
-    kv_table,
-    md_table,
     plural,
     png,
-    versions,
-    write_bytes,
-    write_text,
 )
-from .idata import arviz, as_inference_data, condition_on_k, k_shares
+from .diagnostics_json import diagnostics_from_dict, diagnostics_to_dict
+from .diagnostics_report import COLUMNS, diagnostics_html, diagnostics_markdown
+from .idata import arviz, as_inference_data, condition_on_k, k_shares, settings_from_json
 from .plots import (
+    TRACE_ITEMS,
     plot_class_profiles,
     plot_posterior_k,
     plot_rank,
@@ -68,19 +62,18 @@ from .plots import (
     redundant_rows,
     theta_names,
 )
-from .relabelling import METHODS, Relabelled, relabel
-from .results import KMixing, KMixingWarning, k_mixing
+from .relabelling import METHODS, RelabelResult, relabel
+from .results import KMixingResult, KMixingWarning, k_mixing
 
-az = arviz()
+if TYPE_CHECKING:
+    import arviz as az
 
-__all__ = ["Diagnostics", "RhatWarning", "diagnostics", "plot_class_profiles",
+    from .results import SamplerResult
+else:
+    az = arviz()
+
+__all__ = ["DiagnosticsResult", "RhatWarning", "diagnostics", "plot_class_profiles",
            "plot_posterior_k", "plot_rank", "plot_trace"]  # the plots re-exported
-
-#: The trace plot shows the class weights and this many items, highest R-hat first.
-TRACE_ITEMS = 4
-
-#: Columns of the summary table shown in the text, HTML and Markdown output.
-COLUMNS = ["mean", "sd", "hdi_3%", "hdi_97%", "ess_bulk", "ess_tail", "r_hat"]
 
 #: The R-hat flag (text, warning) names this many parameters, the worst; it counts the rest.
 FLAG_NAMES = 3
@@ -89,30 +82,13 @@ FLAG_NAMES = 3
 SETTINGS = ("draws", "warmup", "chains", "thin", "max_classes", "n_classes", "prior",
             "prior_k", "seed")
 
-CAPTIONS = {
-    "trace": "Trace plots (right) and per-chain densities (left) of the class weights and of "
-             f"the (up to) {TRACE_ITEMS} items whose parameters have the highest R-hat, after "
-             "relabelling (a single class's weight, identically 1, left out); one colour per "
-             "class (and category beyond the first), one line style per chain.",
-    "rank": "Rank plots of the parameters with the highest R-hat (theta_A[k, c]: the "
-            "probability of category c of item A in class k, classes counted from 0): each "
-            "chain's counts of draws per rank bin among all draws, as dots on vertical lines "
-            "from the chain's mean count. Well-mixed chains put their dots near the dashed "
-            "mean, none far above or below.",
-    "posterior_k": "Posterior of the number of classes K, every K from 1 (bars; dots: each "
-                   "chain's frequencies) and the trace of k per chain.",
-    "class_profiles": "Class profiles: posterior mean (bars) and 90% interval of every "
-                      "item-response probability per class, after relabelling.",
-}
-
-
 class RhatWarning(UserWarning):
     """Some R-hat exceeds the threshold after relabelling: the chains disagree."""
 
 
 # ---------------------------------------------------------------------- result
 @dataclass(frozen=True, repr=False, eq=False)
-class Diagnostics:
+class DiagnosticsResult:
     """Diagnostics of posterior draws after relabelling (module docstring).
 
     Attributes:
@@ -122,7 +98,8 @@ class Diagnostics:
         relabelled: the relabelling, or ``None`` for ``relabel_method=None``.
         table: ``az.summary`` of ``draws`` (plus a ``k`` row from ``idata`` for reversible jump
             output), indexed by parameter.
-        k: the number of classes conditioned on (reversible jump output), else ``None``.
+        conditioned_on: the number of classes the draws were conditioned on (reversible jump
+            output), else ``None``.
         posterior_k: ``{K: probability}`` from the draws of ``k`` for every ``K`` from 1 to
             the number of class slots (0 where never visited), else ``None``.
         flagged: parameters with R-hat above ``rhat_threshold``, highest first.
@@ -135,15 +112,15 @@ class Diagnostics:
 
     idata: az.InferenceData
     draws: az.InferenceData
-    relabelled: Relabelled | None
+    relabelled: RelabelResult | None
     table: pd.DataFrame
-    k: int | None
+    conditioned_on: int | None
     posterior_k: dict[int, float] | None
     flagged: tuple[str, ...]
     rhat_threshold: float
     max_rank_panels: int
     settings: dict
-    k_mixing: KMixing | None
+    k_mixing: KMixingResult | None
 
     @property
     def relabel_method(self) -> str | None:
@@ -179,39 +156,58 @@ class Diagnostics:
     def _pngs(self) -> dict[str, bytes]:
         return {key: png(fig) for key, fig in self._figures.items()}
 
+    def figure_pngs(self) -> dict[str, bytes]:
+        """``{name: PNG bytes}`` of :meth:`figures` (drawn once, as the reports embed them)."""
+        return dict(self._pngs)
+
     def _sampler(self) -> dict:
         """The engine, its settings, seconds and acceptance rates, as ``to_dict`` gives them."""
-        post = self.idata.posterior
+        post = self.idata["posterior"]
         out = {key: post.attrs[key] for key in ("engine", "seconds") if key in post.attrs}
         out.update(self.settings)
         if "acceptance_json" in post.attrs:
             out["acceptance"] = json.loads(post.attrs["acceptance_json"])
         return out
 
-    def to_dict(self) -> dict:
-        """JSON-ready: sampler settings (with acceptance rates), relabelling, ``k``,
-        ``posterior_k``, ``k_mixing`` (:meth:`KMixing.to_dict`), R-hat threshold and flagged
-        parameters, and the summary table as ``{parameter: {column: value}}`` (NaN as
-        ``None``)."""
-        chains, draws = (self.draws.posterior.sizes[d] for d in ("chain", "draw"))
+    def summary_dict(self) -> dict:
+        """JSON-ready, without the draws (the command line prints it): sampler settings with
+        acceptance rates, relabelling, ``conditioned_on``, ``posterior_k``, ``k_mixing``, R-hat
+        threshold, flagged parameters and the table as ``{parameter: {column: value}}`` (NaN as
+        None)."""
+        chains, draws = (self.draws["posterior"].sizes[d] for d in ("chain", "draw"))
+        relabelling = self.relabelled.summary_dict() if self.relabelled is not None else None
         return json_value({
-            "sampler": self._sampler(),
-            "relabelling": self.relabelled.to_dict() if self.relabelled is not None else None,
-            "k": self.k, "posterior_k": self.posterior_k, "chains": chains, "draws": draws,
+            "sampler": self._sampler(), "relabelling": relabelling,
+            "conditioned_on": self.conditioned_on, "posterior_k": self.posterior_k,
+            "chains": chains, "draws": draws,
             "k_mixing": self.k_mixing.to_dict() if self.k_mixing is not None else None,
             "rhat_threshold": self.rhat_threshold, "max_rhat": self.max_rhat,
             "min_ess_bulk": self.min_ess_bulk, "flagged": list(self.flagged),
             "summary": {name: dict(row) for name, row in self.table[COLUMNS].iterrows()},
         })
 
+    def to_dict(self) -> dict:
+        """:meth:`summary_dict`, the draws and the whole table; :meth:`from_dict` reads it."""
+        return diagnostics_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, spec: dict) -> DiagnosticsResult:
+        """The result of :meth:`to_dict` (e.g. after a JSON round trip)."""
+        return diagnostics_from_dict(cls, spec)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The ``az.summary`` table with the parameter as a column (``parameter``)."""
+        return self.table.rename_axis("parameter").reset_index()
+
     def headline(self) -> str:
         """One line: the draws summarised, the relabelling, the largest R-hat and the smallest
         bulk ESS."""
-        chains, draws = (self.draws.posterior.sizes[d] for d in ("chain", "draw"))
-        engine = self.idata.posterior.attrs.get("engine", "posterior")
+        chains, draws = (self.draws["posterior"].sizes[d] for d in ("chain", "draw"))
+        engine = self.idata["posterior"].attrs.get("engine", "posterior")
         how = (f"relabelled by {self.relabel_method}" if self.relabelled is not None
                else "not relabelled")
-        given = f", draws with k = {self.k}" if self.k is not None else ""
+        given = (f", draws with K = {self.conditioned_on}" if self.conditioned_on is not None
+                 else "")
         return (f"{engine} draws{given}: {chains} chains x {draws} draws, {how}; max R-hat "
                 f"{fmt(self.max_rhat, 3)}, min bulk ESS {fmt(self.min_ess_bulk, 0)}")
 
@@ -241,93 +237,46 @@ class Diagnostics:
         lines += [self.flag_text(), "", self.table_text()]
         return "\n".join(lines)
 
-    def settings_block(self, data_name: str | None = None) -> dict[str, str]:
+    def settings_block(self, *, data_name: str | None = None) -> dict[str, str]:
         """The settings block of the reports, as text: the data (``data_name``, e.g. the file
         name) and its shape, the engine and its :attr:`settings` (integers as integers), the
         relabelling."""
-        y = self.idata.observed_data["y"]
+        y = self.idata["observed_data"]["y"]
         items = [str(c) for c in y["item"].values]
         block = {"data": data_name or "not named (give data_name)",
                  "rows": str(y.sizes["row"]), "columns": f"{len(items)}: {', '.join(items)}",
-                 "engine": str(self.idata.posterior.attrs.get("engine", "posterior"))}
+                 "engine": str(self.idata["posterior"].attrs.get("engine", "posterior"))}
         for key, value in self.settings.items():
             block[key] = (", ".join(f"{k}: {fmt_setting(v)}" for k, v in value.items())
                           if isinstance(value, dict) else fmt_setting(value))
-        given = f" on the draws with k = {self.k}" if self.k is not None else ""
+        given = (f" on the draws with K = {self.conditioned_on}"
+                 if self.conditioned_on is not None else "")
         block["relabelling"] = f"{self.relabel_method or 'none'}{given}"
         return block
 
-    def mixing_warning(self, data_name: str | None = None) -> str | None:
+    def mixing_warning(self, *, data_name: str | None = None) -> str | None:
         """Reversible jump output whose chains did not mix between numbers of classes: the
-        warning of :meth:`KMixing.warning` (worded for the command line with ``data_name``);
+        warning of :meth:`KMixingResult.warning` (worded for the command line with ``data_name``);
         else ``None``."""
-        return self.k_mixing.warning(data_name) if self.k_mixing is not None else None
+        return self.k_mixing.warning(data_name=data_name) if self.k_mixing is not None else None
 
-    def _rows(self) -> list[tuple[str, list[str]]]:
-        return [(name, [fmt(row[c], 0 if c.startswith("ess") else 3) for c in COLUMNS])
-                for name, row in self.table.iterrows()]
-
-    def to_html(self, path: str | Path | None = None, data_name: str | None = None) -> str:
+    def to_html(self, path: str | Path | None = None, *, data_name: str | None = None) -> str:
         """The diagnostics as a self-contained HTML ``<section>`` (figures as base64 PNGs,
         flagged rows highlighted): the headline, any mixing warning, the R-hat flags, the
         settings block (:meth:`settings_block`), the tables, the figures and the versions.
         With ``path``, also written there as a whole document."""
-        warning = self.mixing_warning(data_name)
-        parts = ["<section class='lcbayes-diagnostics'>", "<h2>Posterior diagnostics</h2>",
-                 f"<p class='note'>{html.escape(self.headline())}</p>",
-                 *([f"<p><b>Warning</b>: {html.escape(warning)}</p>"] if warning else []),
-                 f"<p>{html.escape(self.flag_text())}</p>", "<h3>Settings</h3>",
-                 kv_table(self.settings_block(data_name), cell=str)]
-        if self.posterior_k is not None:
-            parts += ["<h3>Posterior of the number of classes</h3>",
-                      kv_table({f"K = {k}": p for k, p in self.posterior_k.items()})]
-        rows = self._rows()
-        parts += ["<h3>Summary after relabelling</h3>",
-                  html_table(["parameter", *COLUMNS], [[name, *cells] for name, cells in rows],
-                             row_classes=["flagged" if name in self.flagged else ""
-                                          for name, _ in rows])]
-        parts += [html_figure(key, data, CAPTIONS[key]) for key, data in self._pngs.items()]
-        parts += ["<h3>Versions</h3>", kv_table(versions(), cell=fmt_setting), "</section>"]
-        section = "\n".join(parts)
-        if path is not None:
-            write_text(path, html_document("lcbayes posterior diagnostics", section))
-        return section
+        return diagnostics_html(self, path, data_name)
 
-    def to_markdown(self, path: str | Path | None = None, data_name: str | None = None) -> str:
+    def to_markdown(self, path: str | Path | None = None, *,
+                    data_name: str | None = None) -> str:
         """The diagnostics as a Markdown section, with what :meth:`to_html` holds. Without
         ``path`` the figures are embedded as base64 data URIs; with ``path`` the text is
         written there and the figures beside it as ``<stem>-<figure>.png``, linked."""
-        warning = self.mixing_warning(data_name)
-        lines = ["## Posterior diagnostics", "", self.headline() + ".", "",
-                 *([f"> **Warning**: {warning}", ""] if warning else []), self.flag_text(), "",
-                 "### Settings", "",
-                 *md_table(["setting", "value"], list(self.settings_block(data_name).items())),
-                 ""]
-        if self.posterior_k is not None:
-            lines += ["### Posterior of the number of classes", "",
-                      *md_table(["K", "p(K | y)"], [[str(k), f"{p:.3f}"]
-                                                     for k, p in self.posterior_k.items()]),
-                      ""]
-        lines += ["### Summary after relabelling", "",
-                  *md_table(["parameter", *COLUMNS],
-                             [[name, *cells] for name, cells in self._rows()]), ""]
-        for key, image in self._pngs.items():
-            if path is None:
-                target = data_uri(image)
-            else:
-                file = write_bytes(
-                    Path(path).with_name(f"{Path(path).stem}-{key.replace('_', '-')}.png"), image)
-                target = file.name
-            lines += [f"![{key}]({target})", "", f"*{CAPTIONS[key]}*", ""]
-        lines.append("**Versions**: " + "; ".join(f"{k} = {fmt_setting(v)}"
-                                                  for k, v in versions().items()))
-        text = "\n".join(lines)
-        if path is not None:
-            write_text(path, text)
-        return text
+        return diagnostics_markdown(self, path, data_name)
 
     def __repr__(self) -> str:
-        return (f"Diagnostics(relabel_method={self.relabel_method!r}, k={self.k}, "
+        return (f"DiagnosticsResult(relabel_method={self.relabel_method!r}, "
+                f"conditioned_on={self.conditioned_on}, "
                 f"max_rhat={self.max_rhat:.3f}, flagged={len(self.flagged)})")
 
 
@@ -335,16 +284,16 @@ class Diagnostics:
 def _run_settings(draws, idata: az.InferenceData) -> dict:
     """The :data:`SETTINGS` of the run: a sampler result's ``settings``, else those the
     posterior's attributes record (``prior_k`` from ``prior_k_json``)."""
-    known = dict(idata.posterior.attrs)
+    known = dict(idata["posterior"].attrs)
     if "prior_k_json" in known:
         known["prior_k"] = json.loads(known["prior_k_json"])
     known.update(getattr(draws, "settings", {}))
-    return {key: known[key] for key in SETTINGS if key in known}
+    return settings_from_json({key: known[key] for key in SETTINGS if key in known})
 
 
-def diagnostics(idata: az.InferenceData, relabel_method: str | None = "stephens",
-                k: int | None = None, *, rhat_threshold: float = 1.01,
-                max_rank_panels: int = 12) -> Diagnostics:
+def diagnostics(idata: az.InferenceData | SamplerResult, *,
+                relabel_method: str | None = "stephens", n_classes: int | None = None,
+                rhat_threshold: float = 1.01, max_rank_panels: int = 12) -> DiagnosticsResult:
     """Relabel, summarise with ``az.summary`` and flag R-hat (module docstring).
 
     Args:
@@ -352,16 +301,16 @@ def diagnostics(idata: az.InferenceData, relabel_method: str | None = "stephens"
             ``InferenceData``.
         relabel_method: a :data:`lcbayes.samplers.relabelling.METHODS` name, or ``None`` to
             summarise the draws as they are.
-        k: reversible jump output: the number of classes to condition on (default: the most
+        n_classes: reversible jump output: the number of classes to condition on (default: the most
             visited). Fixed-``K`` output: leave ``None``.
         rhat_threshold: R-hat above this is flagged and warned about.
         max_rank_panels: the rank plot shows this many parameters, highest R-hat first.
 
     Warns:
         RhatWarning: counting the parameters with R-hat above ``rhat_threshold`` and naming
-            the worst (:meth:`Diagnostics.flag_text`).
+            the worst (:meth:`DiagnosticsResult.flag_text`).
         KMixingWarning: reversible jump chains that did not mix between numbers of classes
-            (:meth:`Diagnostics.mixing_warning`).
+            (:meth:`DiagnosticsResult.mixing_warning`).
     """
     if relabel_method is not None and relabel_method not in METHODS:
         raise LcbayesError(f"unknown relabel_method {relabel_method!r}; choose from "
@@ -369,12 +318,13 @@ def diagnostics(idata: az.InferenceData, relabel_method: str | None = "stephens"
     source, idata = idata, as_inference_data(idata)
     thetas = theta_names(idata)
     posterior_k = mixing = None
-    if "k" in idata.posterior:
+    k = n_classes
+    if "k" in idata["posterior"]:
         posterior_k, mixing = k_shares(idata), k_mixing(idata)
         if k is None:
-            k = max(posterior_k, key=posterior_k.get)
+            k = max(posterior_k, key=posterior_k.__getitem__)
     if relabel_method is not None:
-        relabelled = relabel(idata, relabel_method, k=k)
+        relabelled = relabel(idata, method=relabel_method, n_classes=k)
         draws = relabelled.idata
     else:
         relabelled = None
@@ -384,7 +334,8 @@ def diagnostics(idata: az.InferenceData, relabel_method: str | None = "stephens"
         table = pd.concat([table, az.summary(idata, var_names=["k"], round_to="none")])
     rhat = table["r_hat"]
     flagged = tuple(rhat[rhat > rhat_threshold].sort_values(ascending=False).index)
-    result = Diagnostics(idata=idata, draws=draws, relabelled=relabelled, table=table, k=k,
+    result = DiagnosticsResult(idata=idata, draws=draws, relabelled=relabelled, table=table,
+                               conditioned_on=k,
                          posterior_k=posterior_k, flagged=flagged,
                          rhat_threshold=rhat_threshold, max_rank_panels=max_rank_panels,
                          settings=_run_settings(source, idata), k_mixing=mixing)

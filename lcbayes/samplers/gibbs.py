@@ -125,12 +125,13 @@ def lc_data(data: Dataset) -> LCData:
     counts = np.zeros(n_patterns)
     counts[:patterns.shape[0]] = data.counts
     index = np.asarray(data.pattern_index)
-    observed = index[(patterns >= 0).any(axis=1)[index]]
+    observed = index[np.any(patterns >= 0, axis=1)[index]]
     rows = np.zeros(padded_size(observed.size, MIN_ROWS), dtype=np.int32)
     rows[:observed.size] = observed
-    return LCData(one_hot=one_hot, counts=counts, rows=rows,
-                  row_weights=(np.arange(rows.size) < observed.size).astype(np.float64),
-                  categories=np.arange(width)[None, :] < cards[:, None])
+    row_weights = (np.arange(rows.size) < observed.size).astype(np.float64)
+    categories = np.arange(width)[None, :] < cards[:, None]
+    # NumPy arrays here: the samplers take jnp.asarray of every field (LCData(*map(...)))
+    return LCData(one_hot, counts, rows, row_weights, categories)  # type: ignore[arg-type]  # NumPy
 
 
 def class_log_lik(one_hot, categories, log_theta) -> jax.Array:
@@ -171,7 +172,7 @@ def draw_classes(u: jax.Array, data: LCData, log_weights, log_theta) -> jax.Arra
                        log_weights.shape[0] - 1).astype(jnp.int32)
 
 
-def init_state(data: LCData, slots: int, k: jax.Array) -> LCState:
+def init_state(data: LCData, slots: int, k: int | jax.Array) -> LCState:
     """A start with no random draw: rows dealt to the first ``k`` slots in turn, equal weights,
     uniform tables. The first sweep's draws (a)-(c) then start every chain afresh."""
     active = jnp.arange(slots) < k

@@ -33,9 +33,11 @@ if TYPE_CHECKING:
     import arviz as az
     import xarray as xr
 
+    from .results import SamplerResult
+
 __all__ = ["ARRANGEMENTS", "arviz", "as_inference_data", "condition_on_k",
            "inference_data_from_dict", "inference_data_to_dict", "item_columns", "k_shares",
-           "lc_inference_data", "network_inference_data", "select_draws"]
+           "lc_inference_data", "network_inference_data", "select_draws", "settings_from_json"]
 
 #: How a ``k``-conditioned selection arranges its draws (:func:`select_draws`).
 ARRANGEMENTS = ("keep", "flatten")
@@ -76,11 +78,11 @@ def lc_inference_data(data: Dataset, weights: np.ndarray, theta: np.ndarray,
         stat_coords: coordinates of the extra statistics' dims.
     """
     n_chains, n_draws, slots = weights.shape
-    coords = {"chain": np.arange(n_chains), "draw": np.arange(n_draws),
-              "class": np.arange(1, slots + 1)}
+    coords: dict[str, np.ndarray | list[str]] = {
+        "chain": np.arange(n_chains), "draw": np.arange(n_draws), "class": np.arange(1, slots + 1)}
     weights = np.asarray(weights, dtype=np.float64)
     theta = np.asarray(theta, dtype=np.float64)
-    posterior = {}
+    posterior: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
     if k is not None:
         inactive = np.arange(slots)[None, None, :] >= np.asarray(k)[:, :, None]
         weights = np.where(inactive, np.nan, weights)
@@ -92,16 +94,18 @@ def lc_inference_data(data: Dataset, weights: np.ndarray, theta: np.ndarray,
         coords[dim] = [str(label) for label in labels]
         posterior[f"theta_{column}"] = (("chain", "draw", "class", dim),
                                         theta[:, :, :, j, :len(labels)])
-    labels = {c: [str(v) for v in lab] for c, lab in zip(data.columns, data.labels, strict=True)}
-    sample_stats = {"log_likelihood": (("chain", "draw"), np.asarray(log_likelihood)),
-                    "log_joint": (("chain", "draw"), np.asarray(log_joint))}
+    label_strings = {c: [str(v) for v in lab]
+                     for c, lab in zip(data.columns, data.labels, strict=True)}
+    sample_stats: dict[str, tuple[tuple[str, ...], np.ndarray]] = {
+        "log_likelihood": (("chain", "draw"), np.asarray(log_likelihood)),
+        "log_joint": (("chain", "draw"), np.asarray(log_joint))}
     for name, (dims, values) in (stats or {}).items():
         sample_stats[name] = (("chain", "draw", *dims), np.asarray(values))
     chain_draw = {"chain": coords["chain"], "draw": coords["draw"]}
     xr = xarray()
     return arviz().InferenceData(
         posterior=xr.Dataset(posterior, coords=coords,
-                             attrs={**attrs, "labels_json": json.dumps(labels)}),
+                             attrs={**attrs, "labels_json": json.dumps(label_strings)}),
         sample_stats=xr.Dataset(sample_stats, coords={**chain_draw, **(stat_coords or {})}),
         observed_data=xr.Dataset(
             {"y": (("row", "item"), np.asarray(data.codes, dtype=np.int64))},
@@ -121,7 +125,8 @@ def network_inference_data(structure, data: Dataset, tables: np.ndarray,
     from ..inference.flat import offsets
 
     n_chains, n_draws = tables.shape[:2]
-    coords = {"chain": np.arange(n_chains), "draw": np.arange(n_draws)}
+    coords: dict[str, np.ndarray | list[str]] = {"chain": np.arange(n_chains),
+                                                 "draw": np.arange(n_draws)}
     dims = [name if hidden else f"{name}_category"
             for name, hidden in zip(structure.nodes, structure.hidden, strict=True)]
     for i, dim in enumerate(dims):
@@ -180,6 +185,17 @@ def inference_data_from_dict(spec: dict) -> az.InferenceData:
     return arviz().InferenceData(**groups)
 
 
+def settings_from_json(settings: dict) -> dict:
+    """A sampler's settings after a JSON round trip: ``prior_k`` keyed by ``K`` (integers, as
+    the samplers record it) and a seed of several words as a tuple."""
+    out = dict(settings)
+    if isinstance(out.get("prior_k"), dict):
+        out["prior_k"] = {int(k): float(p) for k, p in out["prior_k"].items()}
+    if isinstance(out.get("seed"), list):
+        out["seed"] = tuple(int(w) for w in out["seed"])
+    return out
+
+
 def as_inference_data(draws) -> az.InferenceData:
     """The ``InferenceData`` of a sampler result (:class:`~lcbayes.GibbsResult`,
     :class:`~lcbayes.RJMCMCResult`), or ``draws`` itself when it already is one."""
@@ -199,15 +215,15 @@ def item_columns(idata: az.InferenceData) -> list[str]:
             raise LcbayesError(f"the InferenceData has no {group} group (groups: "
                                f"{', '.join(idata.groups())}); pass the output of lcb.gibbs "
                                "or lcb.rjmcmc")
-    post = idata.posterior
+    post = idata["posterior"]
     if "class_weights" not in post:
         raise LcbayesError("posterior has no variable 'class_weights' (variables: "
                            f"{', '.join(map(str, post.data_vars))}); pass the output of "
                            "lcb.gibbs or lcb.rjmcmc")
-    if "y" not in idata.observed_data or "item" not in idata.observed_data["y"].dims:
+    if "y" not in idata["observed_data"] or "item" not in idata["observed_data"]["y"].dims:
         raise LcbayesError("observed_data needs a variable 'y' with dims ('row', 'item') of "
                            "integer codes (-1 = missing)")
-    items = [str(c) for c in idata.observed_data["item"].values]
+    items = [str(c) for c in idata["observed_data"]["item"].values]
     missing = [f"theta_{c}" for c in items if f"theta_{c}" not in post]
     if missing:
         raise LcbayesError(f"posterior lacks {', '.join(missing)} for the observed items "
@@ -225,13 +241,13 @@ def select_draws(idata: az.InferenceData, k: int | None, chains: str = "keep"
     ``chains`` (``"keep"`` or ``"flatten"``, :mod:`lcbayes.samplers.relabelling`), and the
     input chain and draw of each."""
     check_choice(chains, "chains", ARRANGEMENTS)
-    post = idata.posterior
+    post = idata["posterior"]
     n_chains, n_draws = post.sizes["chain"], post.sizes["draw"]
     n_slots = post.sizes["class"]
     if "k" not in post:
         if k is not None and k != n_slots:
-            raise LcbayesError(f"k={k} was given but the posterior has no variable 'k' "
-                               f"(fixed-K output with {n_slots} classes); leave k=None")
+            raise LcbayesError(f"n_classes={k} was given but the posterior has no variable 'k' "
+                               f"(fixed-K output with {n_slots} classes); leave n_classes=None")
         grid = np.indices((n_chains, n_draws))
         return idata, grid[0], grid[1]
     ks = post["k"].transpose("chain", "draw").values.astype(int)
@@ -239,9 +255,9 @@ def select_draws(idata: az.InferenceData, k: int | None, chains: str = "keep"
     seen = ", ".join(f"K={v}: {n} draws" for v, n in visited.items())
     if k is None:
         raise LcbayesError(f"the posterior has a variable 'k' (reversible jump output); pass "
-                           f"k=K to relabel the draws with K classes ({seen})")
+                           f"n_classes=K to relabel the draws with K classes ({seen})")
     if k not in visited:
-        raise LcbayesError(f"no draw has k={k}; the draws visit {seen}")
+        raise LcbayesError(f"no draw has n_classes={k}; the draws visit {seen}")
     hits = [np.flatnonzero(row == k) for row in ks]
     if chains == "flatten":
         src_chain = np.concatenate([np.full(len(h), c) for c, h in enumerate(hits)])[None]
@@ -268,19 +284,20 @@ def select_draws(idata: az.InferenceData, k: int | None, chains: str = "keep"
     return arviz().InferenceData(**groups), src_chain, src_draw
 
 
-def condition_on_k(idata: az.InferenceData, k: int, chains: str = "keep") -> az.InferenceData:
-    """Reversible jump draws with ``k`` classes and their first ``k`` class slots, arranged as
-    in the module docstring (``chains="keep"`` or ``"flatten"``), not relabelled. ``idata``:
-    an :class:`~lcbayes.RJMCMCResult` or its ``InferenceData``."""
+def condition_on_k(idata: az.InferenceData | SamplerResult, n_classes: int, *,
+                   chains: str = "keep") -> az.InferenceData:
+    """Reversible jump draws with ``n_classes`` classes and their first ``n_classes`` class
+    slots, arranged as in the module docstring (``chains="keep"`` or ``"flatten"``), not
+    relabelled. ``idata``: an :class:`~lcbayes.RJMCMCResult` or its ``InferenceData``."""
     idata = as_inference_data(idata)
     item_columns(idata)
-    return select_draws(idata, k, chains)[0]
+    return select_draws(idata, n_classes, chains)[0]
 
 
 def k_shares(idata: az.InferenceData) -> dict[int, float]:
     """``{K: share of all draws with k = K}`` for every ``K = 1 .. S`` (``S`` class slots, the
     largest number of classes), unvisited ``K`` included with share 0."""
-    k = np.asarray(idata.posterior["k"]).astype(int).ravel()
-    slots = idata.posterior.sizes["class"]
+    k = np.asarray(idata["posterior"]["k"]).astype(int).ravel()
+    slots = idata["posterior"].sizes["class"]
     shares = np.bincount(k, minlength=slots + 1)[1:slots + 1] / k.size
     return {K: float(v) for K, v in enumerate(shares, start=1)}

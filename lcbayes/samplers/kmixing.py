@@ -1,7 +1,7 @@
 """How well chains over the number of classes mixed (reversible jump, allocation sampler):
-:class:`KMixing`, the R-hat and bulk ESS of the trace of ``k`` (Vehtari et al. 2021), whether
+:class:`KMixingResult`, the R-hat and bulk ESS of the trace of ``k`` (Vehtari et al. 2021), whether
 the posterior of ``K`` is cut off at ``max_classes``, whether the sampler's ``p(K | y)`` can be
-believed at all (:attr:`KMixing.reliable`), and :class:`KMixingWarning`, the advice when the
+believed at all (:attr:`KMixingResult.reliable`), and :class:`KMixingWarning`, the advice when the
 chains did not mix: rerun longer, or compare the numbers of classes by their evidence, which
 needs no mixing (``lcbayes rjmcmc`` runs that route itself and says so)."""
 
@@ -14,27 +14,27 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..render import json_value
+from ..render import JSONRecord, record_dict
 from .idata import arviz, k_shares
 
 if TYPE_CHECKING:
     import arviz as az
 
-__all__ = ["K_CEILING_SHARE", "K_MAX_RHAT", "K_MIN_ESS", "MAX_SUGGESTED_DRAWS", "KMixing",
+__all__ = ["K_CEILING_SHARE", "K_MAX_RHAT", "K_MIN_ESS", "MAX_SUGGESTED_DRAWS", "KMixingResult",
            "KMixingWarning", "k_mixing"]
 
 #: The chains mixed between numbers of classes when the R-hat of ``k`` is at most this ...
 K_MAX_RHAT = 1.05
 #: ... and its bulk effective sample size at least this.
 K_MIN_ESS = 100
-#: The most draws per chain that :meth:`KMixing.suggested_draws` suggests.
+#: The most draws per chain that :meth:`KMixingResult.suggested_draws` suggests.
 MAX_SUGGESTED_DRAWS = 1_000_000
 #: ``p(K = max_classes | y)`` from which a posterior still rising at the bound on ``K`` is cut
-#: off there (:attr:`KMixing.at_ceiling`).
+#: off there (:attr:`KMixingResult.at_ceiling`).
 K_CEILING_SHARE = 0.05
 
 class KMixingWarning(UserWarning):
-    """Reversible jump chains did not mix between numbers of classes (:class:`KMixing`)."""
+    """Reversible jump chains did not mix between numbers of classes (:class:`KMixingResult`)."""
 
 
 def _nice_ceil(x: float) -> int:
@@ -44,7 +44,7 @@ def _nice_ceil(x: float) -> int:
 
 
 @dataclass(frozen=True)
-class KMixing:
+class KMixingResult(JSONRecord):
     """How well reversible jump chains moved between numbers of classes: the rank-normalised
     split R-hat and the bulk effective sample size of the trace of ``k`` (Vehtari, Gelman,
     Simpson, Carpenter & Bürkner 2021) and the acceptance rates of split and merge. ``p(K | y)``
@@ -100,7 +100,7 @@ class KMixing:
         factor = K_MIN_ESS / self.ess_bulk if self.ess_bulk > 0 else math.inf
         return min(_nice_ceil(self.draws * max(factor, 2.0)), MAX_SUGGESTED_DRAWS)
 
-    def warning(self, data_name: str | None = None,
+    def warning(self, *, data_name: str | None = None,
                 evidence_classes: int | None = None) -> str | None:
         """``None`` when :attr:`reliable`, else one line: what went wrong, with the numbers,
         and the ways out. With ``data_name`` (the data file) the advice names the command
@@ -120,13 +120,17 @@ class KMixing:
         return (f"p(K = {self.max_classes} | y) = {self.ceiling_share:.3f} and still rising: the"
                 f" posterior of K is cut off at the largest K allowed; rerun with {raise_it}")
 
+    def _rates(self) -> str:
+        """The acceptance rates of the moves that change ``K``, in words."""
+        return ", ".join(f"{move} {'never proposed' if rate is None else f'{rate:.3f}'}"
+                         for move, rate in zip(self.move_names, (self.split, self.merge),
+                                             strict=True))
+
     def _mixing_advice(self, data_name: str | None,
                        evidence_classes: int | None = None) -> str | None:
         if self.mixed:
             return None
-        rates = ", ".join(f"{move} {'never proposed' if rate is None else f'{rate:.3f}'}"
-                          for move, rate in zip(self.move_names, (self.split, self.merge),
-                                              strict=True))
+        rates = self._rates()
         rerun = (f"draws={self.suggested_draws}" if data_name is None
                  else f"--draws {self.suggested_draws}")
         problem = (f"the chains did not mix between numbers of classes (k: bulk ESS "
@@ -137,29 +141,36 @@ class KMixing:
                     f"1..{evidence_classes}, which needs no mixing (for the sampler's own to "
                     f"hold, rerun with {rerun})")
         if data_name is None:
-            compare = f"lcb.compare(data, classes=range(1, {self.max_classes + 1}))"
+            compare = f"lcb.compare(data, n_classes=range(1, {self.max_classes + 1}))"
         else:
-            compare = f"lcbayes compare {data_name} --classes 1-{self.max_classes}"
+            compare = f"lcbayes compare {data_name} --n-classes 1-{self.max_classes}"
         return (f"{problem}: rerun with {rerun}, or compare K = 1..{self.max_classes} by their "
                 f"evidence, which needs no mixing: {compare}")
 
-    def to_dict(self, data_name: str | None = None) -> dict:
-        """JSON-ready: the numbers, ``mixed``, ``suggested_draws`` (``None`` when mixed) and
-        ``warning`` (:meth:`warning`), ``ceiling_share``, ``at_ceiling`` and ``reliable``."""
-        return json_value({"r_hat": self.r_hat, "ess_bulk": self.ess_bulk,
-                           "split": self.split, "merge": self.merge, "mixed": self.mixed,
-                           "ceiling_share": self.ceiling_share,
-                           "ceiling_rising": self.ceiling_rising,
-                           "at_ceiling": self.at_ceiling, "reliable": self.reliable,
-                           "suggested_draws": None if self.mixed else self.suggested_draws,
-                           "warning": self.warning(data_name)})
+    def to_dict(self, *, data_name: str | None = None) -> dict:
+        """JSON-ready: every field, ``mixed``, ``suggested_draws`` (``None`` when mixed),
+        ``warning`` (:meth:`warning`), ``at_ceiling`` and ``reliable``; :meth:`from_dict` reads
+        it back."""
+        return record_dict(self, mixed=self.mixed, at_ceiling=self.at_ceiling,
+                           reliable=self.reliable,
+                           suggested_draws=None if self.mixed else self.suggested_draws,
+                           warning=self.warning(data_name=data_name))
+
+    def summary(self) -> str:
+        """One line of numbers, then the warning when :attr:`reliable` is false."""
+        rates = self._rates()
+        line = (f"Mixing over K (max_classes {self.max_classes}, {self.draws} draws per "
+                f"chain): k has R-hat {self.r_hat:.3f}, bulk ESS {self.ess_bulk:.0f}; "
+                f"acceptance {rates}; p(K = {self.max_classes} | y) = "
+                f"{self.ceiling_share:.3f}; " + ("reliable" if self.reliable else "NOT reliable"))
+        return line + ("" if self.reliable else f"\n  {self.warning()}")
 
 
-def k_mixing(idata: az.InferenceData) -> KMixing:
-    """:class:`KMixing` of reversible jump draws (the ``InferenceData`` of
+def k_mixing(idata: az.InferenceData) -> KMixingResult:
+    """:class:`KMixingResult` of reversible jump draws (the ``InferenceData`` of
     :func:`lcbayes.rjmcmc`)."""
     az = arviz()
-    post = idata.posterior
+    post = idata["posterior"]
     with np.errstate(invalid="ignore", divide="ignore"):  # NaN when k never changes
         r_hat = float(az.rhat(idata, var_names=["k"])["k"])
         ess = float(az.ess(idata, var_names=["k"], method="bulk")["k"])
@@ -168,7 +179,7 @@ def k_mixing(idata: az.InferenceData) -> KMixing:
     prior = {int(k): p for k, p in json.loads(post.attrs.get("prior_k_json", "{}")).items()}
     ratio = [shares[k] / prior.get(k, 1.0 / top) for k in (top - 1, top)]
     names = ("eject", "absorb") if "eject" in acceptance else ("split", "merge")
-    return KMixing(r_hat=r_hat, ess_bulk=ess, split=acceptance.get(names[0]),
+    return KMixingResult(r_hat=r_hat, ess_bulk=ess, split=acceptance.get(names[0]),
                    merge=acceptance.get(names[1]), move_names=names,
                    draws=int(post.sizes["draw"]),
                    max_classes=top, ceiling_share=shares[top],

@@ -106,7 +106,7 @@ def network_data(structure: Structure, data: Dataset) -> NetworkData:
     """:class:`NetworkData` of a data set already checked against ``structure``."""
     patterns = np.asarray(data.patterns)
     index = np.asarray(data.pattern_index)
-    rows = index[(patterns >= 0).any(axis=1)[index]]
+    rows = index[np.any(patterns >= 0, axis=1)[index]]
     jp = jnp.asarray(patterns)
     seen = {} if structure.kind == "hlc" else seen_indicators(structure, jp)
     return NetworkData(prepare(structure, jp), jp, jnp.asarray(data.counts, dtype=jnp.float64),

@@ -12,6 +12,7 @@ import math
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib import MatplotlibDeprecationWarning
@@ -21,10 +22,35 @@ from matplotlib.ticker import MaxNLocator
 from ..errors import LcbayesError
 from .idata import arviz, as_inference_data, item_columns, k_shares
 
-az = arviz()
+if TYPE_CHECKING:
+    import arviz as az
 
-__all__ = ["plot_class_profiles", "plot_posterior_k", "plot_rank", "plot_trace",
-           "redundant_rows", "theta_names"]
+    from .results import SamplerResult
+else:
+    az = arviz()
+
+__all__ = ["CAPTIONS", "TRACE_ITEMS", "plot_class_profiles", "plot_posterior_k", "plot_rank",
+           "plot_trace", "redundant_rows", "theta_names"]
+
+#: The trace plot shows the class weights and this many items, highest R-hat first.
+TRACE_ITEMS = 4
+
+#: The caption of every figure in the diagnostics' reports.
+CAPTIONS = {
+    "trace": "Trace plots (right) and per-chain densities (left) of the class weights and of "
+             f"the (up to) {TRACE_ITEMS} items whose parameters have the highest R-hat, after "
+             "relabelling (a single class's weight, identically 1, left out); one colour per "
+             "class (and category beyond the first), one line style per chain.",
+    "rank": "Rank plots of the parameters with the highest R-hat (theta_A[k, c]: the "
+            "probability of category c of item A in class k, classes counted from 0): each "
+            "chain's counts of draws per rank bin among all draws, as dots on vertical lines "
+            "from the chain's mean count. Well-mixed chains put their dots near the dashed "
+            "mean, none far above or below.",
+    "posterior_k": "Posterior of the number of classes K, every K from 1 (bars; dots: each "
+                   "chain's frequencies) and the trace of k per chain.",
+    "class_profiles": "Class profiles: posterior mean (bars) and 90% interval of every "
+                      "item-response probability per class, after relabelling.",
+}
 
 
 def theta_names(idata: az.InferenceData) -> list[str]:
@@ -36,7 +62,7 @@ def _scalar_series(idata: az.InferenceData) -> dict[str, np.ndarray]:
     names its rows (``"theta_A[0, yes]"``)."""
     out = {}
     for name in ["class_weights", *theta_names(idata)]:
-        var = idata.posterior[name].transpose("chain", "draw", ...)
+        var = idata["posterior"][name].transpose("chain", "draw", ...)
         coords = [var[d].values for d in var.dims[2:]]
         for index in np.ndindex(*var.shape[2:]):
             label = ", ".join(str(c[i]) for c, i in zip(coords, index, strict=True))
@@ -48,7 +74,7 @@ def redundant_rows(idata: az.InferenceData) -> set[str]:
     """The ``az.summary`` rows that are one minus the others of their probability vector: the
     first class's weight (identically 1 when there is one class) and every item's first
     category in every class (with two categories, the same R-hat as the second)."""
-    post = idata.posterior
+    post = idata["posterior"]
     classes = post["class"].values
     return {f"class_weights[{classes[0]}]"} | {
         f"theta_{c}[{j}, {post[f'{c}_category'].values[0]}]"
@@ -70,8 +96,8 @@ def plot_trace(idata: az.InferenceData, var_names: list[str] | None = None) -> F
     identically 1 is left out too: the class weights of a single class, an item with one
     category (their densities cannot be estimated)."""
     names = [name for name in var_names or ["class_weights", *theta_names(idata)]
-             if idata.posterior[name].shape[-1] > 1]
-    coords = {f"{t[6:]}_category": idata.posterior[f"{t[6:]}_category"].values[1:]
+             if idata["posterior"][name].shape[-1] > 1]
+    coords = {f"{t[6:]}_category": idata["posterior"][f"{t[6:]}_category"].values[1:].tolist()
               for t in names if t.startswith("theta_")}
     fig = Figure(figsize=(11, 2.1 * len(names) + 0.4), layout="constrained")
     axes = fig.subplots(len(names), 2, squeeze=False)
@@ -104,14 +130,14 @@ def plot_rank(idata: az.InferenceData, parameters: list[str]) -> Figure:
     return fig
 
 
-def plot_posterior_k(idata: az.InferenceData) -> Figure:
+def plot_posterior_k(idata: az.InferenceData | SamplerResult) -> Figure:
     """Posterior of ``K`` for every ``K`` from 1 to the number of class slots (all chains,
     a zero bar for a ``K`` never visited; dots per chain) and the trace of ``k`` per chain
     (``idata``: an :class:`~lcbayes.RJMCMCResult` or its ``InferenceData``)."""
     idata = as_inference_data(idata)
-    if "k" not in idata.posterior:
+    if "k" not in idata["posterior"]:
         raise LcbayesError("the posterior has no variable 'k' (not reversible jump output)")
-    ks = idata.posterior["k"].transpose("chain", "draw").values.astype(int)
+    ks = idata["posterior"]["k"].transpose("chain", "draw").values.astype(int)
     shares = k_shares(idata)
     values, total = np.array(list(shares)), np.array(list(shares.values()))
     fig = Figure(figsize=(11, 3.4), layout="constrained")
@@ -138,7 +164,7 @@ def plot_class_profiles(idata: az.InferenceData) -> Figure:
     """Per item, the posterior mean (bars) and 90% interval of ``P(item = category | class)``
     for every class, labelled with its ``class`` coordinate and weight (``class 1 (0.52)``)."""
     thetas = theta_names(idata)
-    post = idata.posterior
+    post = idata["posterior"]
     weights = post["class_weights"].mean(("chain", "draw")).values
     classes = post["class"].values
     n_classes = len(weights)

@@ -43,19 +43,19 @@ mode; its labels become the labels of the result.
   decreasing order of weight; Whiley's "naive" estimate). Fine when the weights are well apart,
   biased when two are close (Whiley §5.3.1; Stephens 2000).
 
-**Reversible jump output.** ``k=K`` keeps the draws with ``posterior.k == K`` and their first
-``K`` class slots (the samplers compact the active classes there). ArviZ needs chains of equal
+**Reversible jump output.** ``n_classes=K`` keeps the draws with ``posterior.k == K`` and their
+first ``K`` class slots (the samplers compact the active classes there). ArviZ needs chains of equal
 length, so with ``chains="keep"`` (default) every chain that visits ``K`` keeps its first ``n``
 such draws, ``n`` the fewest any of them has: R-hat and ESS then compare the chains. With
 ``chains="flatten"`` every such draw is kept, in chain order, as one chain: posterior means use
-all draws, but ArviZ cannot compute R-hat from one chain. ``Relabelled.source_chain`` and
+all draws, but ArviZ cannot compute R-hat from one chain. ``RelabelResult.source_chain`` and
 ``source_draw`` say where each draw came from; ``posterior.k`` is dropped (it is ``K``) and the
 posterior attribute ``relabel_k`` records ``K``.
 
 Example::
 
     res = lcb.relabel(idata, method="stephens")             # fixed-K Gibbs output
-    res = lcb.relabel(rj_idata, method="ecr", k=3)          # RJMCMC draws with 3 classes
+    res = lcb.relabel(rj_idata, method="ecr", n_classes=3)  # RJMCMC draws with 3 classes
     az.summary(res.idata, var_names=["class_weights"])
 """
 
@@ -67,16 +67,26 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from ..errors import LcbayesError
-from ..render import plural
-from ..validation import check_choice
-from .idata import arviz, as_inference_data, item_columns, select_draws
+from ..render import json_value, plural, record_from_dict
+from ..validation import check_choice, check_int
+from .idata import (
+    arviz,
+    as_inference_data,
+    inference_data_from_dict,
+    inference_data_to_dict,
+    item_columns,
+    select_draws,
+)
 
 if TYPE_CHECKING:
     import arviz as az
 
-__all__ = ["METHODS", "Relabelled", "allocation_probabilities", "relabel"]
+    from .results import SamplerResult
+
+__all__ = ["METHODS", "RelabelResult", "allocation_probabilities", "relabel"]
 
 #: The relabelling methods (module docstring).
 METHODS = ("stephens", "ecr", "pivot", "constraint")
@@ -84,7 +94,7 @@ METHODS = ("stephens", "ecr", "pivot", "constraint")
 
 
 @dataclass(frozen=True, repr=False, eq=False)
-class Relabelled:
+class RelabelResult:
     """Relabelled posterior draws.
 
     Attributes:
@@ -92,7 +102,8 @@ class Relabelled:
         permutations: ``(chain, draw, K)`` ints of ``idata``'s draws; new class ``j`` is old
             slot ``permutations[c, d, j]``.
         method: the method used (:data:`METHODS`).
-        k: the number of classes conditioned on, or ``None`` for fixed-``K`` output.
+        conditioned_on: the number of classes the reversible jump draws were conditioned on,
+            or ``None`` for fixed-``K`` output.
         pivot: ``(chain, draw)`` of the pivot draw in the input, ``None`` for ``"constraint"``.
         iterations: Stephens' iterations (1 for the one-pass methods).
         source_chain, source_draw: ``(chain, draw)`` ints, the input position of every draw.
@@ -102,7 +113,7 @@ class Relabelled:
     idata: az.InferenceData
     permutations: np.ndarray
     method: str
-    k: int | None
+    conditioned_on: int | None
     pivot: tuple[int, int] | None
     iterations: int
     source_chain: np.ndarray
@@ -119,20 +130,50 @@ class Relabelled:
         identity = np.arange(self.n_classes)
         return float(np.mean(np.any(self.permutations != identity, axis=-1)))
 
-    def to_dict(self) -> dict:
-        """JSON-ready: method, ``k``, pivot, iterations, draws, fraction permuted, seconds and
-        the relabelled posterior mean class weights."""
-        weights = self.idata.posterior["class_weights"].mean(("chain", "draw")).values
+    def summary_dict(self) -> dict:
+        """JSON-ready, without the draws: method, ``conditioned_on``, pivot, iterations, draws,
+        fraction permuted, seconds and the relabelled posterior mean class weights (the command
+        line prints this)."""
+        weights = self.idata["posterior"]["class_weights"].mean(("chain", "draw")).values
         chains, draws = self.permutations.shape[:2]
-        return {"method": self.method, "k": self.k, "n_classes": self.n_classes,
+        return {"method": self.method, "conditioned_on": self.conditioned_on,
+                "n_classes": self.n_classes,
                 "pivot": list(self.pivot) if self.pivot is not None else None,
                 "iterations": self.iterations, "chains": chains, "draws": draws,
                 "fraction_permuted": self.fraction_permuted, "seconds": self.seconds,
                 "class_weights": [float(w) for w in weights]}
 
+    def to_dict(self) -> dict:
+        """:meth:`summary_dict` with the permutations, the source of every draw and the
+        relabelled draws (:func:`~lcbayes.samplers.idata.inference_data_to_dict`);
+        :meth:`from_dict` reads it back."""
+        return {**self.summary_dict(),
+                **json_value({"permutations": self.permutations,
+                              "source_chain": self.source_chain,
+                              "source_draw": self.source_draw}),
+                "inference_data": inference_data_to_dict(self.idata)}
+
+    @classmethod
+    def from_dict(cls, spec: dict) -> RelabelResult:
+        """The result of :meth:`to_dict` (e.g. after a JSON round trip)."""
+        return record_from_dict(cls, spec,
+                                idata=inference_data_from_dict(spec["inference_data"]))
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per draw and class: ``chain``, ``draw`` (in :attr:`idata`),
+        ``source_chain``, ``source_draw`` (in the input), ``class`` (the new label, from 1) and
+        ``slot`` (the draw's old class slot, from 1, that became it)."""
+        chains, draws, k = self.permutations.shape
+        chain, draw, new = (a.ravel() for a in np.indices((chains, draws, k)))
+        return pd.DataFrame({"chain": chain, "draw": draw,
+                             "source_chain": self.source_chain[chain, draw],
+                             "source_draw": self.source_draw[chain, draw],
+                             "class": new + 1, "slot": self.permutations.ravel() + 1})
+
     def summary(self) -> str:
-        d = self.to_dict()
-        where = f", conditioned on k = {self.k}" if self.k is not None else ""
+        d = self.summary_dict()
+        where = (f", conditioned on K = {self.conditioned_on}" if self.conditioned_on is not None
+                 else "")
         pivot = f"; pivot draw (chain {d['pivot'][0]}, draw {d['pivot'][1]})" \
             if self.pivot is not None else ""
         return "\n".join([
@@ -146,7 +187,8 @@ class Relabelled:
 
     def __repr__(self) -> str:
         chains, draws = self.permutations.shape[:2]
-        return (f"Relabelled(method={self.method!r}, k={self.k}, chains={chains}, "
+        return (f"RelabelResult(method={self.method!r}, conditioned_on={self.conditioned_on}, "
+                f"chains={chains}, "
                 f"draws={draws}, permuted={self.fraction_permuted:.1%})")
 
 
@@ -154,7 +196,7 @@ class Relabelled:
 def _class_arrays(idata: az.InferenceData, items: list[str]
                   ) -> tuple[np.ndarray, list[np.ndarray]]:
     """Class weights ``(S, K)`` and per item ``theta`` ``(S, K, L)``, draws flattened."""
-    post = idata.posterior
+    post = idata["posterior"]
 
     def flat(name: str) -> np.ndarray:
         values = post[name].transpose("chain", "draw", "class", ...).values
@@ -167,7 +209,7 @@ def _class_arrays(idata: az.InferenceData, items: list[str]
         bad |= ~np.isfinite(th).all(axis=(1, 2))
     if bad.any():
         raise LcbayesError(f"{int(bad.sum())} draws have non-finite class parameters; for "
-                           "reversible jump output pass k=K")
+                           "reversible jump output pass n_classes=K")
     return weights, thetas
 
 
@@ -232,6 +274,7 @@ def _stephens(probs: np.ndarray, counts: np.ndarray, pivot: int, max_iter: int
         q = probs.reshape(n_patterns, -1) @ select.reshape(-1, n_classes) / n_draws
     warnings.warn(f"Stephens' relabelling did not converge in max_iter={max_iter} "
                   "iterations; the permutations of the last one are used", stacklevel=3)
+    assert perms is not None  # max_iter >= 1, checked by relabel
     return perms, max_iter
 
 
@@ -255,7 +298,7 @@ def _to_pivot(weights: np.ndarray, thetas: list[np.ndarray], pivot: int) -> np.n
 # ---------------------------------------------------------------------- public
 def _permute(idata: az.InferenceData, perms: np.ndarray, method: str) -> az.InferenceData:
     """Apply ``perms`` ``(chain, draw, K)`` to every posterior variable with a class dim."""
-    post = idata.posterior.assign_attrs(relabel_method=method)
+    post = idata["posterior"].assign_attrs(relabel_method=method)
     for name, var in post.data_vars.items():
         if "class" not in var.dims:
             continue
@@ -269,30 +312,34 @@ def _permute(idata: az.InferenceData, perms: np.ndarray, method: str) -> az.Infe
     return arviz().InferenceData(**groups)
 
 
-def relabel(idata: az.InferenceData, method: str = "stephens", k: int | None = None, *,
-            chains: str = "keep", max_iter: int = 100) -> Relabelled:
+def relabel(idata: az.InferenceData | SamplerResult, *, method: str = "stephens",
+            n_classes: int | None = None, chains: str = "keep", max_iter: int = 100
+            ) -> RelabelResult:
     """Undo label switching in latent class posterior draws (module docstring).
 
     Args:
         idata: the result of :func:`lcbayes.gibbs` or :func:`lcbayes.rjmcmc`, or its
             ``InferenceData``.
         method: ``"stephens"`` (default), ``"ecr"``, ``"pivot"`` or ``"constraint"``.
-        k: for reversible jump output, the number of classes to condition on (required
-            there); for fixed-``K`` output leave ``None``.
-        chains: with ``k``, ``"keep"`` (equal-length chains) or ``"flatten"`` (one chain).
+        n_classes: for reversible jump output, the number of classes to condition on
+            (required there); for fixed-``K`` output leave ``None``.
+        chains: with ``n_classes``, ``"keep"`` (equal-length chains) or ``"flatten"`` (one
+            chain).
         max_iter: the most iterations of Stephens' algorithm.
 
     Returns:
-        :class:`Relabelled`; its ``idata`` has ``posterior.attrs["relabel_method"]``.
+        :class:`RelabelResult`; its ``idata`` has ``posterior.attrs["relabel_method"]``.
     """
     start = time.perf_counter()
     idata = as_inference_data(idata)
     check_choice(method, "method", METHODS)
+    check_int(max_iter, "max_iter", 1)
     items = item_columns(idata)
     if method != "constraint" and ("sample_stats" not in idata.groups()
-                                   or "log_joint" not in idata.sample_stats):
+                                   or "log_joint" not in idata["sample_stats"]):
         raise LcbayesError(f"method {method!r} picks its pivot by sample_stats.log_joint, "
                            "which the InferenceData lacks; use method='constraint'")
+    k = n_classes
     selected, src_chain, src_draw = select_draws(idata, k, chains)
     weights, thetas = _class_arrays(selected, items)
     shape = src_chain.shape
@@ -300,20 +347,20 @@ def relabel(idata: az.InferenceData, method: str = "stephens", k: int | None = N
     if method == "constraint":
         perms = np.argsort(-weights, axis=1, kind="stable")
     else:
-        log_joint = selected.sample_stats["log_joint"].transpose("chain", "draw").values
+        log_joint = selected["sample_stats"]["log_joint"].transpose("chain", "draw").values
         best = int(np.nanargmax(log_joint.ravel()))
         pivot = (int(src_chain.ravel()[best]), int(src_draw.ravel()[best]))
         if method == "pivot":
             perms = _to_pivot(weights, thetas, best)
         else:
-            y = selected.observed_data["y"].transpose("row", "item").values.astype(int)
+            y = selected["observed_data"]["y"].transpose("row", "item").values.astype(int)
             probs, counts = _allocations(weights, thetas, y)
             if method == "ecr":
                 perms = _ecr(probs, counts, best)
             else:
                 perms, iterations = _stephens(probs, counts, best, max_iter)
     perms = perms.reshape(*shape, -1)
-    return Relabelled(idata=_permute(selected, perms, method), permutations=perms,
-                      method=method, k=k, pivot=pivot, iterations=iterations,
+    return RelabelResult(idata=_permute(selected, perms, method), permutations=perms,
+                      method=method, conditioned_on=k, pivot=pivot, iterations=iterations,
                       source_chain=src_chain, source_draw=src_draw,
                       seconds=time.perf_counter() - start)

@@ -6,7 +6,7 @@ every other engine's result (frozen; ``to_dict``/``from_dict``, ``to_frame``, ``
 * :class:`RJMCMCResult` (:func:`lcbayes.rjmcmc`): draws over the number of classes ``K`` too,
   with :attr:`~RJMCMCResult.posterior_k`, the acceptance rates of the moves and
   :attr:`~RJMCMCResult.k_mixing`, whether the chains mixed between numbers of classes
-  (:class:`KMixing`; :meth:`~RJMCMCResult.mixing_warning` words the advice when they did not).
+  (:class:`KMixingResult`; :meth:`~RJMCMCResult.mixing_warning` words the advice when they did not).
 
 The draws are stored as an ArviZ ``InferenceData`` (the contract of
 :mod:`lcbayes.samplers.idata`). Class labels switch between chains and draws, so per-class
@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -42,8 +42,9 @@ from .idata import (
     inference_data_to_dict,
     item_columns,
     k_shares,
+    settings_from_json,
 )
-from .kmixing import MAX_SUGGESTED_DRAWS, KMixing, KMixingWarning, k_mixing
+from .kmixing import MAX_SUGGESTED_DRAWS, KMixingResult, KMixingWarning, k_mixing
 from .relabelling import METHODS, allocation_probabilities, relabel
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_SUGGESTED_DRAWS",
     "GibbsResult",
-    "KMixing",
+    "KMixingResult",
     "KMixingWarning",
     "RJMCMCResult",
     "SamplerResult",
@@ -62,6 +63,8 @@ __all__ = [
 
 #: Draws whose membership probabilities are computed at once in :meth:`predict_proba`.
 _DRAW_CHUNK = 2048
+
+_Run = TypeVar("_Run", bound="RJMCMCResult")
 
 
 
@@ -96,20 +99,20 @@ class SamplerResult:
 
     @property
     def n_chains(self) -> int:
-        return int(self.idata.posterior.sizes["chain"])
+        return int(self.idata["posterior"].sizes["chain"])
 
     @property
     def n_draws(self) -> int:
-        return int(self.idata.posterior.sizes["draw"])
+        return int(self.idata["posterior"].sizes["draw"])
 
     # ------------------------------------------------------------------ new rows
     def _draws_for(self, k: int | None, relabel_method: str):
         """Relabelled ``(weights (S, K), thetas per item (S, K, L))`` of the draws used to
         classify rows."""
         check_choice(relabel_method, "relabel_method", METHODS)
-        relabelled = relabel(self.idata, relabel_method, k=k, chains="flatten"
-                             if k is not None else "keep").idata
-        post = relabelled.posterior
+        relabelled = relabel(self.idata, method=relabel_method, n_classes=k,
+                             chains="flatten" if k is not None else "keep").idata
+        post = relabelled["posterior"]
 
         def flat(name: str) -> np.ndarray:
             values = post[name].transpose("chain", "draw", "class", ...).values
@@ -120,18 +123,18 @@ class SamplerResult:
     def _default_k(self, k: int | None) -> int | None:
         return k
 
-    def predict_proba(self, data, *, k: int | None = None,
+    def predict_proba(self, data, *, n_classes: int | None = None,
                       relabel_method: str = "stephens") -> np.ndarray:
         """``(n_rows, K)`` posterior probabilities of each row's class for the rows of
         ``data`` (a Dataset, a DataFrame with the model's columns, or an array of their codes),
         averaged over the draws after relabelling them (``relabel_method``, a
         :data:`lcbayes.samplers.relabelling.METHODS` name). Missing values are summed out.
-        Reversible jump draws: those with ``k`` classes (default: the most visited)."""
+        Reversible jump draws: those with ``n_classes`` classes (default: the most visited)."""
         if self.structure.kind != "latent_class":
             raise LcbayesError(f"predict_proba relabels latent class draws; this is a "
                                f"{self.structure.kind} model: average its hidden posteriors "
                                "over the draws (lcbayes.inference.hidden_posteriors)")
-        k = self._default_k(k)
+        k = self._default_k(n_classes)
         data = data_for(self.structure, data)
         weights, thetas = self._draws_for(k, relabel_method)
         patterns = np.asarray(data.patterns)
@@ -142,12 +145,13 @@ class SamplerResult:
                                               patterns).sum(axis=1)
         return (total / weights.shape[0])[data.pattern_index]
 
-    def predict(self, data, *, k: int | None = None,
+    def predict(self, data, *, n_classes: int | None = None,
                 relabel_method: str = "stephens") -> np.ndarray:
         """``(n_rows,)`` the most probable class (index into :meth:`predict_proba`'s columns;
         classes are numbered from 0 here, so class ``c`` of the draws is ``c - 1``) of every
         row of ``data``."""
-        return np.argmax(self.predict_proba(data, k=k, relabel_method=relabel_method), axis=1)
+        return np.argmax(self.predict_proba(data, n_classes=n_classes,
+                                            relabel_method=relabel_method), axis=1)
 
     # ------------------------------------------------------------------ tables and JSON
     def to_frame(self) -> pd.DataFrame:
@@ -155,11 +159,11 @@ class SamplerResult:
         ``log_joint``, ...), ``k`` (reversible jump) and every scalar parameter, named as
         ``az.summary`` names them, classes numbered from 1 (``class_weights[1]``,
         ``theta_A[2, yes]``); NaN in the class slots a draw does not use."""
-        post, stats = self.idata.posterior, self.idata.sample_stats
+        post, stats = self.idata["posterior"], self.idata["sample_stats"]
         chains, draws = np.indices((self.n_chains, self.n_draws))
         columns = {"chain": chains.ravel(), "draw": draws.ravel()}
-        for name in ("log_likelihood", "log_joint"):
-            columns[name] = stats[name].transpose("chain", "draw").values.ravel()
+        for stat in ("log_likelihood", "log_joint"):
+            columns[stat] = stats[stat].transpose("chain", "draw").values.ravel()
         for name, var in post.data_vars.items():
             var = var.transpose("chain", "draw", ...)
             labels = [var[d].values for d in var.dims[2:]]
@@ -184,10 +188,11 @@ class SamplerResult:
                                 f"{cls.engine} result, got engine {spec.get('engine')!r}")
         return cls(idata=inference_data_from_dict(spec["inference_data"]),
                    structure=Structure.from_dict(spec["structure"]),
-                   settings=dict(spec["settings"]), seconds=float(spec["seconds"]))
+                   settings=settings_from_json(spec["settings"]),
+                   seconds=float(spec["seconds"]))
 
     def _headline(self) -> str:
-        data = self.idata.observed_data["y"]
+        data = self.idata["observed_data"]["y"]
         model = ("a latent class model" if self.structure.kind == "latent_class"
                  else f"an {self.structure.kind.upper()} model" if self.structure.kind == "hlc"
                  else "a DAG model")
@@ -215,7 +220,7 @@ class GibbsResult(SamplerResult):
 
     def summary(self) -> str:
         """The run, the log-likelihood over the draws and where the per-class summaries are."""
-        loglik = self.idata.sample_stats["log_likelihood"].values
+        loglik = self.idata["sample_stats"]["log_likelihood"].values
         spread = (f"log-likelihood over the draws: mean {np.mean(loglik):.3f}, "
                   f"sd {np.std(loglik):.3f}")
         if self.n_classes is None:
@@ -241,7 +246,9 @@ class RJMCMCResult(SamplerResult):
 
     @property
     def max_classes(self) -> int:
-        return int(self.structure.n_classes)
+        n_classes = self.structure.n_classes
+        assert n_classes is not None  # reversible jump runs on a latent class structure
+        return int(n_classes)
 
     @property
     def posterior_k(self) -> dict[int, float]:
@@ -252,30 +259,30 @@ class RJMCMCResult(SamplerResult):
     def prior_k(self) -> dict[int, float]:
         """``{K: p(K)}``, the prior of the number of classes."""
         return {int(k): float(p) for k, p in json.loads(
-            self.idata.posterior.attrs["prior_k_json"]).items()}
+            self.idata["posterior"].attrs["prior_k_json"]).items()}
 
     @property
     def modal_k(self) -> int:
         """The most visited number of classes."""
         post = self.posterior_k
-        return max(post, key=post.get)
+        return max(post, key=post.__getitem__)
 
     @property
     def acceptance(self) -> dict[str, float | None]:
         """Acceptance rate per move type (``None`` for a move never proposed)."""
-        return json.loads(self.idata.posterior.attrs["acceptance_json"])
+        return json.loads(self.idata["posterior"].attrs["acceptance_json"])
 
     @property
-    def k_mixing(self) -> KMixing:
+    def k_mixing(self) -> KMixingResult:
         """How well the chains mixed between numbers of classes (:func:`k_mixing`)."""
         return k_mixing(self.idata)
 
-    def mixing_warning(self, data_name: str | None = None) -> str | None:
+    def mixing_warning(self, *, data_name: str | None = None) -> str | None:
         """``None`` when the chains mixed between numbers of classes, else one line saying
         they did not, with the R-hat and ESS of ``k``, the split/merge acceptance rates, a
         number of draws to rerun with and the alternative of comparing every ``K`` by its
-        evidence (:meth:`KMixing.warning`; ``data_name`` words it for the command line)."""
-        return self.k_mixing.warning(data_name)
+        evidence (:meth:`KMixingResult.warning`; ``data_name`` words it for the command line)."""
+        return self.k_mixing.warning(data_name=data_name)
 
     def _default_k(self, k: int | None) -> int:
         return self.modal_k if k is None else k
@@ -292,12 +299,12 @@ class RJMCMCResult(SamplerResult):
         return "\n".join(lines)
 
 
-def finish_k_run(result: RJMCMCResult) -> RJMCMCResult:
+def finish_k_run(result: _Run) -> _Run:
     """``result`` (of :func:`lcbayes.rjmcmc` or :func:`lcbayes.allocation_sampler`) with
     ``p(K | y)`` and the seconds recorded in its draws' attributes, after one
     :class:`KMixingWarning` if ``k`` did not mix (raised at the sampler's caller)."""
-    result.idata.posterior.attrs["posterior_k_json"] = json.dumps(result.posterior_k)
-    result.idata.posterior.attrs["seconds"] = result.seconds
+    result.idata["posterior"].attrs["posterior_k_json"] = json.dumps(result.posterior_k)
+    result.idata["posterior"].attrs["seconds"] = result.seconds
     if warning := result.mixing_warning():
         warnings.warn(warning, KMixingWarning, stacklevel=3)
     return result

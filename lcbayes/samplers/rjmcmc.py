@@ -230,7 +230,7 @@ def rjmcmc(data, *, max_classes: int = 10, draws: int = 10_000, warmup: int = 2_
     Warns:
         KMixingWarning: when the chains did not mix between numbers of classes (R-hat of
             ``k`` above 1.05 or its bulk ESS below 100) or the posterior of ``K`` reaches
-            ``max_classes`` (:class:`~lcbayes.samplers.results.KMixing`); the message says
+            ``max_classes`` (:class:`~lcbayes.samplers.results.KMixingResult`); the message says
             what to rerun.
     """
     start = time.perf_counter()
@@ -272,7 +272,7 @@ def posterior_k(draws) -> dict[int, float]:
     (``K = 1 .. max_classes``); ``draws``: an :class:`~lcbayes.RJMCMCResult` or its
     ``InferenceData``."""
     idata = as_inference_data(draws)
-    if "posterior" not in idata.groups() or "k" not in idata.posterior:
+    if "posterior" not in idata.groups() or "k" not in idata["posterior"]:
         raise LcbayesError("posterior_k needs the result of lcbayes.rjmcmc (a posterior with a "
                            "'k' variable)")
     return k_shares(idata)

@@ -93,10 +93,10 @@ def _prefix_class(rows: np.ndarray, patterns: int) -> PrefixClass:
     patterns the rows use are empty)."""
     position = np.argsort(rows, kind="stable").astype(np.int32)
     sorted_rows = rows[position]
-    patterns = np.arange(patterns)
+    segments = np.arange(patterns)
     return PrefixClass(rows, sorted_rows, position,
-                       np.searchsorted(sorted_rows, patterns, "left").astype(np.int32),
-                       np.searchsorted(sorted_rows, patterns, "right").astype(np.int32))
+                       np.searchsorted(sorted_rows, segments, "left").astype(np.int32),
+                       np.searchsorted(sorted_rows, segments, "right").astype(np.int32))
 
 
 def ordered_rows(data: Dataset, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -105,7 +105,7 @@ def ordered_rows(data: Dataset, rng: np.random.Generator) -> tuple[np.ndarray, n
     (``codes`` their values, -1 missing) and each row's pattern."""
     patterns = np.asarray(data.patterns)
     index = np.asarray(data.pattern_index)
-    index = index[(patterns >= 0).any(axis=1)[index]]
+    index = index[np.any(patterns >= 0, axis=1)[index]]
     ordered = index[rng.permutation(index.size)]
     used = ordered[np.sort(np.unique(ordered, return_index=True)[1])]
     renumber = np.full(patterns.shape[0], -1)
@@ -168,7 +168,7 @@ def log_predictive(prior: LCPrior, categories, active, n_k, n_kjr, y) -> jax.Arr
     return jnp.where(active, weight + jnp.sum(seen * (value - total), axis=-1), -jnp.inf)
 
 
-def _row_states(key, logits: jax.Array, rows: jax.Array) -> jax.Array:
+def _row_states(key, logits: jax.Array, rows: np.ndarray | jax.Array) -> jax.Array:
     """``(n,)`` a state for every row of ``rows`` (pattern numbers) from the softmax of its
     pattern's ``logits``, by inversion of one single-precision uniform per row."""
     cdf = jnp.cumsum(jax.nn.softmax(logits, axis=1), axis=1)[rows]

@@ -25,7 +25,7 @@ Example::
     res = lcb.smc(lcb.latent_class(data, 3), data, seed=0)
     res.log_evidence, res.stderr          # the bridge estimate and its error
     res.smc_log_evidence, res.agree       # the SMC estimate; do they agree?
-    lcb.smc(structure, data, time_budget=60)   # no run or round starts past 60 s
+    lcb.smc(structure, data, time_limit=60)   # no run or round starts past 60 s
     lcb.smc(tree, data)                        # an HLC tree: the SMC estimate alone
 """
 
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -54,7 +55,7 @@ from .bridge import bridge_estimate
 from .gibbs import LCPrior
 from .particle_filter import TEMPER_ESS
 from .smc import SMCData, run_smc, smc_data
-from .smc_network import network_data, network_prior, run_network_smc
+from .smc_network import NetworkData, network_data, network_prior, run_network_smc
 from .smc_result import MIN_RUNS, SMCResult
 
 __all__ = ["smc", "smc_prior"]
@@ -115,7 +116,7 @@ def _recheck(current: SMCResult, made: int, runs: int) -> bool:
 def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
         max_runs: int = 16, target_stderr: float | None = 0.3, max_particles: int = 1024,
         sweeps: int = 1, ess_target: float = 0.9, bridge_draws: int | None = None,
-        time_budget: float | None = None, seed: Seed = 0, prior: PriorSpec = "dirichlet",
+        time_limit: float | None = None, seed: Seed = 0, prior: PriorSpec = "dirichlet",
         pad_classes: int | None = None) -> SMCResult:
     """``ln p(y | K)`` of a latent class model by sequential Monte Carlo over the rows, checked
     by bridge sampling (module docstring; the algorithm in :mod:`lcbayes.samplers.smc`).
@@ -152,7 +153,7 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
             diverse: 0.9 gave a quarter of the spread of 0.5 at the same cost).
         bridge_draws: draws from the importance density per run (default as many as the
             posterior draws bridged with, ``POSTERIOR_SWEEPS * particles / 2``).
-        time_budget: seconds; no run starts that would end past them (projected from the
+        time_limit: seconds; no run starts that would end past them (projected from the
             round's runs so far, or twice the last round's) once two runs of a round are
             made, and no round starts that could not make two; so fewer runs and particles
             may run.
@@ -168,6 +169,7 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
     """
     start, seed = start_engine(structure, seed)
     particles = check_int(particles, "particles", 4)
+    settings: dict[str, Any]  # checked values of several types
     settings = {"runs": check_int(runs, "runs", 2), "sweeps": check_int(sweeps, "sweeps", 1),
                 "max_runs": check_int(max_runs, "max_runs", 2),
                 "max_particles": check_int(max_particles, "max_particles", 4),
@@ -176,8 +178,8 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
                 else check_int(bridge_draws, "bridge_draws", 2)}
     if not settings["ess_target"] < 1:
         raise ArgumentError(f"ess_target must be between 0 and 1, got {ess_target!r}")
-    if time_budget is not None:
-        time_budget = check_positive(time_budget, "time_budget")
+    if time_limit is not None:
+        time_limit = check_positive(time_limit, "time_limit")
     if target_stderr is not None:
         target_stderr = check_positive(target_stderr, "target_stderr")
     data = fit_data(structure, data)
@@ -185,8 +187,11 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
     def order(index: int) -> np.random.Generator:    # run index's own row order
         return np.random.default_rng([*np.atleast_1d(seed_record(seed)), index])
 
+    first: SMCData | NetworkData
+    sizes: dict[str, int | str]
     if structure.kind == "latent_class":
         k = structure.n_classes
+        assert k is not None  # a latent class structure has a number of classes
         slots = k if pad_classes is None else check_int(pad_classes, "pad_classes", k)
         first = smc_data(data, order(0))
         lc_prior = smc_prior(structure, prior, slots, first.categories)
@@ -232,16 +237,18 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
             seed=seed_record(seed),
             settings={"runs": settings["runs"], "max_runs": settings["max_runs"],
                       "target_stderr": target_stderr,
-                      "max_particles": settings["max_particles"], "time_budget": time_budget,
+                      "max_particles": settings["max_particles"], "time_limit": time_limit,
                       "stopped": stopped, "rounds": rounds, "pad_classes": pad_classes,
                       **sizes})
 
     def fits(per_run: float) -> bool:
-        return time_budget is None or time.perf_counter() - start + per_run <= time_budget
+        return time_limit is None or time.perf_counter() - start + per_run <= time_limit
 
     m, last_per_run = particles, 0.0
     while True:
-        estimates, seconds, stopped = [], [], "runs" if target_stderr is None else "max_runs"
+        estimates: list[tuple[float, float, int]] = []
+        seconds: list[float] = []
+        stopped = "runs" if target_stderr is None else "max_runs"
         while len(estimates) < max(settings["runs"], settings["max_runs"]):
             if len(estimates) >= settings["runs"]:
                 if target_stderr is None:
@@ -254,9 +261,9 @@ def smc(structure: Structure, data, *, particles: int = 128, runs: int = 4,
                 if np.isnan(current.stderr):   # more runs rarely narrow a wide spread
                     stopped = "no_estimate"
                     break
-            projected = np.mean(seconds) if seconds else 2.0 * last_per_run
+            projected = float(np.mean(seconds)) if seconds else 2.0 * last_per_run
             if len(estimates) >= MIN_RUNS and not fits(projected):
-                stopped = "time_budget"
+                stopped = "time_limit"
                 break
             t = time.perf_counter()
             estimates.append(one_run(jax.random.fold_in(key, made), m, made))

@@ -116,8 +116,8 @@ class SMCResult:
             sweeps, ess_target, bridge_draws: the settings.
         seed, seconds: the seed and the wall-clock time (compilation included).
         settings: the rest (``runs``, ``max_runs``, ``target_stderr``, ``max_particles``
-            and ``time_budget`` asked for; ``stopped``: why the last round's runs ended
-            (``runs``, ``target_stderr``, ``max_runs``, ``no_estimate`` or ``time_budget``);
+            and ``time_limit`` asked for; ``stopped``: why the last round's runs ended
+            (``runs``, ``target_stderr``, ``max_runs``, ``no_estimate`` or ``time_limit``);
             ``rounds``: the earlier rounds with fewer particles (particles, runs, why they
             stopped, their estimate); ``pad_classes``).
     """

@@ -8,7 +8,7 @@ which add up over the blocks exactly; then the M step of :func:`lcbayes.em` (eq.
 the softmax or simplex MAP step with a prior) or the VBM step of :func:`lcbayes.vbem`
 (``alpha = lambda + N``, eq. 56, with the VBE step's tables ``exp(psi(alpha) - psi(alpha_0))``,
 eqs 58-60). The numbers are those of the in-memory engines run as plain iterations
-(``lcb.em(algorithm="em")``, ``lcb.vbem(acceleration="none")``) from the same starts, to
+(``lcb.em(algorithm="em")``, ``lcb.vbem(algorithm="vbem")``) from the same starts, to
 rounding: EM's objective (VBEM's bound ``F = sum ln Z - KL``, form B of
 :mod:`lcbayes.engines.vbem`) never decreases, and a restart stops when it changes by less than
 ``tol`` per observed row. Latent class, HLC and DAG structures alike.
@@ -95,13 +95,13 @@ def iterate_passes(step, x: np.ndarray, tol_total: float, max_iter: int, bar) ->
 
 def stream_em(
     structure: Structure,
-    blocks,
+    data,
     *,
     restarts: int = 10,
     seed: Seed = 0,
     prior: PriorSpec = None,
     tol: float = 1e-8,
-    max_iter: int = 1000,
+    max_iter: int = 2000,
     map_basis: str = "softmax",
     init=None,
     warm_start: str | None = "auto",
@@ -116,7 +116,7 @@ def stream_em(
     Args:
         structure: the model (:func:`~lcbayes.latent_class`, :func:`~lcbayes.hlc`,
             :func:`~lcbayes.dag`).
-        blocks: a :class:`~lcbayes.streaming.blocks.PatternBlocks` (its columns must hold the
+        data: a :class:`~lcbayes.streaming.blocks.PatternBlocks` (its columns must hold the
             structure's observed columns, its categories be among the structure's), or rows
             (a Dataset, a DataFrame or an array of codes) taken as one block.
         restarts: random starts (from the first block's patterns, as :func:`lcbayes.em` makes
@@ -154,7 +154,7 @@ def stream_em(
         check_int(batch_rows, "batch_rows", 1)
     buffer_blocks = check_int(buffer_blocks, "buffer_blocks", 1)
     prior_arg = map_prior(structure, prior, map_basis)
-    source = source_for(structure, blocks)
+    source = source_for(structure, data)
     batch_rows = batch_size(batch_rows, source.n_rows)
     if warm_start == "auto":
         warm_start = "stepwise" if source.n_rows >= WARM_START_ROWS else None
@@ -193,7 +193,7 @@ def _vb_tables(x: jax.Array, prior: jax.Array, shapes) -> tuple[jax.Array, jax.A
 
 def stream_vbem(
     structure: Structure,
-    blocks,
+    data,
     *,
     restarts: int = 3,
     seed: Seed = 0,
@@ -207,7 +207,7 @@ def stream_vbem(
     docstring): each VBE step one pass; keep the best bound.
 
     Args:
-        structure, blocks: as in :func:`stream_em`.
+        structure, data: as in :func:`stream_em`.
         restarts: prior draws (:func:`lcbayes.vbem`'s, the same for the same seed), each
             followed by an ordinary E step (one pass) and a VBM step (Beal & Ghahramani §4.1).
         seed: a non-negative integer or a ``jax.random`` key.
@@ -223,7 +223,7 @@ def stream_vbem(
     tol = check_positive(tol, "tol")
     max_iter = check_int(max_iter, "max_iter", 1)
     lambdas = proper_prior_tables(structure, prior, "stream_vbem")
-    source = source_for(structure, blocks)
+    source = source_for(structure, data)
     rng = numpy_rng(seed)
     draws = [rng.gamma(lam, size=(restarts, *lam.shape)) for lam in lambdas]
     tables = np.concatenate(

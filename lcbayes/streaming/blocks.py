@@ -20,11 +20,12 @@ chunk by chunk in memory proportional to the distinct patterns, not the rows.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import warnings
 import weakref
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +51,7 @@ class SpillFolder:
             weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
 
     @classmethod
-    def create(cls, parent: str | Path | None = None) -> SpillFolder:
+    def create(cls, parent: str | os.PathLike | None = None) -> SpillFolder:
         return cls(tempfile.mkdtemp(prefix="lcbayes-blocks-", dir=parent), owner=True)
 
     def __reduce__(self):
@@ -70,7 +71,7 @@ class PatternSum:
     one int64 per pattern, or one per group of columns where the columns are too many for one
     63-bit key (sorted then by :func:`numpy.lexsort`)."""
 
-    def __init__(self, cardinalities: Sequence[int]) -> None:
+    def __init__(self, cardinalities: Iterable[int]) -> None:
         self.cardinalities = tuple(int(c) for c in cardinalities)
         self.groups = key_groups(self.cardinalities)
         self.ids = np.zeros((0, len(self.groups)), dtype=np.int64)  # (patterns, groups) keys

@@ -113,7 +113,7 @@ def _observed_rows(blocks: PatternBlocks, columns: tuple[int, ...]) -> int:
     return round(total)
 
 
-def source_for(structure: Structure, data, name: str = "blocks") -> Source:
+def source_for(structure: Structure, data, name: str = "data") -> Source:
     """``data`` (a :class:`PatternBlocks`, or rows: a Dataset, a DataFrame or an array of
     codes, put in one block) checked against ``structure``: its observed columns must be
     among the blocks' columns and the blocks' categories among its categories

@@ -71,8 +71,8 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 
 def scan_file(
     path: str | os.PathLike,
-    columns: Sequence[str] | None = None,
     *,
+    columns: Sequence[str] | None = None,
     chunk_rows: int = 250_000,
     max_categories: int = DEFAULT_MAX_CATEGORIES,
     categories: Mapping[str, Sequence[Hashable]] | None = None,
@@ -345,7 +345,7 @@ def _kind_of_labels(labels: tuple[Hashable, ...]) -> str:
 
 # ---------------------------------------------------------------------- pass 2: patterns
 def _coded_chunks(table: _Table, columns: list[str], labels: list[tuple[Hashable, ...]],
-                  kinds: Mapping[str, Hashable]) -> Iterator[tuple[np.ndarray, None]]:
+                  kinds: Mapping[str, Hashable]) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
     """The file read again, each chunk's rows coded against ``labels`` (counts: one each)."""
     dtypes = {c: str for c in columns if kinds[c] == "text"}  # numbers: pandas' own (faster)
     for chunk in table.chunks(columns, dtypes):

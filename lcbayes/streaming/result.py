@@ -113,6 +113,7 @@ class StreamRecord(EstimateRecord):
     def _head(self) -> str:
         s = self.structure
         if s.kind == "latent_class":
+            assert s.n_classes is not None  # a latent class structure has a number of classes
             return (f"Latent class model: {plural(s.n_classes, 'class', 'classes')}, "
                     f"{plural(len(s.observed_nodes), 'item')}")
         return (f"{s.kind.upper()} model: {len(s.hidden_nodes)} hidden, "

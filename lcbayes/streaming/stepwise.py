@@ -42,6 +42,7 @@ import dataclasses
 import math
 from collections.abc import Iterator
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -146,8 +147,8 @@ def _buffers(source: Source, buffer_blocks: int, rng: np.random.Generator
         yield np.concatenate([p for p, _ in parts]), counts
 
 
-def stepwise_passes(source: Source, structure: Structure, x: np.ndarray, prior, *, alpha: float,
-                    batch_rows: int, buffer_blocks: int, passes: int,
+def stepwise_passes(source: Source, structure: Structure, x: np.ndarray | jax.Array, prior, *,
+                    alpha: float, batch_rows: int, buffer_blocks: int, passes: int,
                     rng: np.random.Generator, after_pass=None) -> np.ndarray:
     """``passes`` stepwise passes from the flat tables ``x`` (``(R, n)``, every restart a
     lane); ``prior`` holds ``lambda - 1 + b`` (``None``: ML). ``after_pass(x)`` is called after
@@ -226,7 +227,7 @@ def stepwise_em(
     source = source_for(structure, data)
     batch_rows = batch_size(batch_rows, source.n_rows)
     x = em_starts(source, structure, restarts, seed, init)
-    history = []
+    history: list[np.ndarray] = []
 
     def after_pass(tables):
         bar.update()

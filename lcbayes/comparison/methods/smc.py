@@ -8,7 +8,7 @@ Flags (thresholds reported in the run's metadata):
 
 * ``smc_disagree``: ``|bridge - smc| > SMC_DISAGREE_SE * sqrt(se_bridge^2 + se_smc^2)``: the two
   estimators do not agree within their error bars, so at least one error bar is too small
-  (more particles: ``smc_particles``, or a larger ``time_budget``).
+  (more particles: ``smc_particles``, or a larger ``time_limit``).
 * ``smc_below_vbem``: ``smc_evidence < F - SMC_BELOW_VBEM_SE * se`` with the uncorrected VB bound
   ``F``: a lower bound cannot exceed the evidence, so the estimate is wrong; it is not used.
 * ``smc_no_estimate``: a run statistic gave no estimate (too few runs in the time budget, or runs

@@ -79,20 +79,11 @@ def _betas(betas) -> np.ndarray:
     return values
 
 
-def algorithm_settings(algorithm: str | None, acceleration: str | None, *, prior: bool,
-                       padded: bool, eta, betas, blocks, n_patterns: int) -> Settings:
-    """The boundary checks of :func:`lcbayes.em`'s ``algorithm`` and its settings:
-    ``acceleration`` (``"squarem"`` or ``"none"``) is the older name of ``algorithm="squarem"``
-    / ``"em"``; ``eta``, ``betas`` and ``blocks`` belong to the algorithms that use them."""
-    if acceleration is not None:
-        check_choice(acceleration, "acceleration", ("squarem", "none"))
-        implied = "squarem" if acceleration == "squarem" else "em"
-        if algorithm is not None and algorithm != implied:
-            raise ArgumentError(f"acceleration={acceleration!r} is algorithm={implied!r}; got "
-                                f"algorithm={algorithm!r} too: give algorithm alone")
-        algorithm = implied
-    algorithm = check_choice("squarem" if algorithm is None else algorithm, "algorithm",
-                             ALGORITHMS)
+def algorithm_settings(algorithm: str, *, prior: bool, padded: bool, eta, betas, blocks,
+                       n_patterns: int) -> Settings:
+    """The boundary checks of :func:`lcbayes.em`'s ``algorithm`` and its settings: ``eta``,
+    ``betas`` and ``blocks`` belong to the algorithms that use them."""
+    algorithm = check_choice(algorithm, "algorithm", ALGORITHMS)
     if prior and algorithm not in MAP_ALGORITHMS:
         raise ArgumentError(f"algorithm={algorithm!r} is defined for maximum likelihood only; "
                             f"leave prior=None or choose algorithm from "

@@ -69,7 +69,7 @@ class State(NamedTuple):
     previous: jax.Array
     mapped: jax.Array
     scale: jax.Array
-    count: jax.Array
+    count: jax.Array  # type: ignore[assignment]  # a field named like the method tuple.count
     switched: jax.Array
     level: jax.Array
     stats: jax.Array
