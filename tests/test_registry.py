@@ -167,6 +167,7 @@ def test_engine_options_reach_a_registered_engine(toy_need, data):
     ({"em": {"seed": 1}}, r"sets \['seed'\], which compare sets for every engine"),
     ({"smc": {"time_limit": 1}}, r"sets \['time_limit'\]"),
     ({"ais": 16}, r"engine_options\['ais'\] must be a dict of options, got int"),
+    ({"lmr": {"alpha": 0.1}}, r"\['alpha'\]; the 'lmr' engine takes none"),
     ([("ais", {})], r"engine_options must be a dict \{engine: \{option: value\}\}, got list"),
 ])
 def test_bad_engine_options_are_refused_before_anything_runs(data, options, message):

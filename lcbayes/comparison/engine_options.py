@@ -56,8 +56,9 @@ def _check_need(name: str, options, need: registry.Need) -> dict:
     if unknown:
         assert accepted is not None and need.engine is not None  # whence unknown options
         choices = sorted(accepted - set(SET_BY_COMPARE))
-        raise ArgumentError(f"engine_options[{name!r}] has unknown options {unknown}; "
-                            f"{need.engine.__name__} takes {choices}")
+        takes = (f"{need.engine.__name__} takes {choices}" if choices
+                 else f"the {name!r} engine takes none")
+        raise ArgumentError(f"engine_options[{name!r}] has unknown options {unknown}; {takes}")
     return options
 
 
