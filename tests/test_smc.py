@@ -26,9 +26,15 @@ from lcbayes.samplers.smc import (
     row_allocations,
     row_class_counts,
     run_smc,
+    running_sum,
     smc_data,
 )
-from lcbayes.samplers.smc_evidence import smc_prior
+from lcbayes.samplers.smc_evidence import (
+    POSTERIOR_ROWS,
+    POSTERIOR_SWEEPS,
+    posterior_sweeps,
+    smc_prior,
+)
 from lcbayes.samplers.smc_result import MAX_RUN_SD, SMCResult, run_statistics, stuck_runs
 from lcbayes.validation import fit_data
 
@@ -112,6 +118,15 @@ def test_allocations_are_multinomial_per_pattern(allocate):
     assert np.all(np.abs(counts.mean(axis=0) - mean) < 5 * se)
     ok = var > 1
     assert np.all(np.abs(counts.var(axis=0)[ok] / var[ok] - 1) < 0.1)
+
+
+def test_running_sum_is_the_cumulative_sum():
+    # the parallel prefix sum behind the allocations: exact on counts, to rounding on floats
+    counts = jax.random.randint(jax.random.key(1), (5000, 3), 0, 2).astype(jnp.float32)
+    np.testing.assert_array_equal(running_sum(counts), np.cumsum(np.asarray(counts), axis=0))
+    spacings = jax.random.exponential(jax.random.key(2), (10_001,))
+    np.testing.assert_allclose(running_sum(spacings), np.cumsum(np.asarray(spacings)),
+                               rtol=1e-12)
 
 
 def test_row_class_counts_are_the_expected_counts_of_the_included_rows():
@@ -208,6 +223,10 @@ def test_same_seed_same_numbers_and_json_round_trip():
     assert back.log_evidence == first.log_evidence and back.seed == 5
     assert list(first.to_frame().columns) == ["run", "smc", "bridge", "steps", "seconds"]
     assert "bridge sampling" in first.summary()
+    # below POSTERIOR_ROWS rows the final particles make the smaller number of sweeps
+    sweeps = first.settings["posterior_sweeps"]
+    assert sweeps == posterior_sweeps(60) == POSTERIOR_SWEEPS[0] < POSTERIOR_SWEEPS[1]
+    assert first.bridge_draws == sweeps * 32 // 2 and posterior_sweeps(POSTERIOR_ROWS) == 16
     key = jax.random.key(3)
     assert lcb.smc(structure, data, particles=32, runs=2, target_stderr=None,
                    seed=key).run_smc.size == 2

@@ -47,8 +47,8 @@ from .particle_filter import TEMPER_ESS, RowModel, filter_rows
 
 __all__ = ["MIN_PREFIX", "PREFIX_RATIO", "ROWS_PER_PATTERN", "Particles", "PrefixClass", "SMCData",
            "by_rows", "holding", "included_counts", "ordered_rows", "pattern_allocations",
-           "prefix_classes", "row_allocations", "row_class_counts", "run_smc", "smc_data",
-           "sorted_allocations"]
+           "prefix_classes", "row_allocations", "row_class_counts", "run_smc", "running_sum",
+           "smc_data", "sorted_allocations"]
 
 #: Prefix size classes shrink by this factor (module docstring).
 PREFIX_RATIO = 2
@@ -168,6 +168,13 @@ def log_predictive(prior: LCPrior, categories, active, n_k, n_kjr, y) -> jax.Arr
     return jnp.where(active, weight + jnp.sum(seen * (value - total), axis=-1), -jnp.inf)
 
 
+def running_sum(x: jax.Array) -> jax.Array:
+    """The cumulative sum of ``x`` along its first axis, as a parallel prefix sum
+    (``lax.associative_scan``): on CPU, XLA's ``cumsum`` of a long axis took twice as long
+    (10 vs 6 ms for 128 x 10^4 values)."""
+    return jax.lax.associative_scan(jnp.add, x)
+
+
 def _row_states(key, logits: jax.Array, rows: np.ndarray | jax.Array) -> jax.Array:
     """``(n,)`` a state for every row of ``rows`` (pattern numbers) from the softmax of its
     pattern's ``logits``, by inversion of one single-precision uniform per row."""
@@ -190,7 +197,7 @@ def row_allocations(key, logits: jax.Array, prefix: PrefixClass, n_included) -> 
     slots = logits.shape[1]
     z = _row_states(key, logits, prefix.sorted_rows)
     chosen = jax.nn.one_hot(z, slots, dtype=jnp.float32) * (prefix.position < n_included)[:, None]
-    cum = jnp.concatenate([jnp.zeros((1, slots), jnp.float32), jnp.cumsum(chosen, axis=0)])
+    cum = jnp.concatenate([jnp.zeros((1, slots), jnp.float32), running_sum(chosen)])
     return (cum[prefix.ends] - cum[prefix.starts]).astype(logits.dtype)   # exact below 2^24
 
 
@@ -198,7 +205,7 @@ def included_counts(prefix: PrefixClass, n_included) -> jax.Array:
     """``(P,)`` rows of each pattern among the first ``n_included`` of the order (the same for
     every particle: one cumulative sum over the sorted rows, no scatter)."""
     inside = (prefix.position < n_included).astype(jnp.float64)
-    cum = jnp.concatenate([jnp.zeros(1), jnp.cumsum(inside)])
+    cum = jnp.concatenate([jnp.zeros(1), running_sum(inside)])
     return cum[prefix.ends] - cum[prefix.starts]
 
 
@@ -219,7 +226,7 @@ def pattern_allocations(key, logits: jax.Array, prefix: PrefixClass, included) -
     cdf = cdf / cdf[:, -1:]
     spacings = jax.random.exponential(key, (prefix.rows.shape[0] + patterns,),
                                       dtype=jnp.float32).astype(jnp.float64)
-    sums = jnp.concatenate([jnp.zeros(1), jnp.cumsum(spacings)])
+    sums = jnp.concatenate([jnp.zeros(1), running_sum(spacings)])
     first = prefix.starts + jnp.arange(patterns)
     last = first + included.astype(first.dtype)
     base = sums[first]
