@@ -626,8 +626,9 @@ def section_simulated(part: dict) -> tuple[list[str], list[tuple]]:
              f"classes ({MODEL_TEXT}). {_settings_line(part, first)}",
              "", TABLE_NOTE, "", *table, ""]
     ref_lines, ref_target = reference_check(part, derived["results"])
-    chib_lines, chib_target = chib_check(part["candidates"], derived["results"],
-                                         "simulated", "3")
+    # Chib's estimator is one of the references here (two agreeing estimators is election's
+    # target, not this part's: over-fitted K have no reliable second estimator)
+    chib_lines, _ = chib_check(part["candidates"], derived["results"], "simulated", "3")
     lines += chib_lines + ref_lines
     refused = [row["classes"] for row, res in zip(part["candidates"], derived["results"],
                                                   strict=True)
@@ -638,7 +639,6 @@ def section_simulated(part: dict) -> tuple[list[str], list[tuple]]:
                                                strict=True)
             if not (np.isfinite(res.stderr) and res.stderr <= MAX_STDERR)]
     targets = [
-        *chib_target,
         ("no estimate below the VB bound F by more than 2 s.e. (K = 1..6, N = 10^4)", "3",
          "below at " + ", ".join(gap_text(c, g) for c, g in derived["gaps"]
                                  if c in derived["below"]) if derived["below"] else
