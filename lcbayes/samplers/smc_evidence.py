@@ -66,9 +66,10 @@ MAX_MOVES = 4096
 #: Gibbs sweeps of the final particles whose draws feed bridge sampling: below
 #: :data:`POSTERIOR_ROWS` rows, then from it on. More sweeps give more posterior draws: 16
 #: instead of 4 cut the spread of the runs' bridge estimates from 1.9 to 0.7 nats at election
-#: K = 5 (1785 rows, 256 particles, 6 runs) for 12% more time per run (4 more draws from the
-#: same 16 sweeps, every 4th kept: 1.2 nats); on carcinoma's 118 rows, where 4 sweeps give
-#: s.e. of 0.04 at most, 16 tripled the time of a run, which is mostly bridge sampling there.
+#: K = 5 (1785 rows, 256 particles, 6 runs) for 12% more time per run (16 sweeps keeping only
+#: every 4th as a draw: 1.2 nats, so the number of draws is what counts); on carcinoma's 118
+#: rows, where 4 sweeps give s.e. of 0.04 at most, 16 tripled the time of a run, which is
+#: mostly bridge sampling there.
 POSTERIOR_SWEEPS = (4, 16)
 #: Rows from which the larger number of :data:`POSTERIOR_SWEEPS` applies.
 POSTERIOR_ROWS = 1000
