@@ -39,10 +39,10 @@ import numpy as np
 from jax.scipy.special import gammaln, logsumexp
 
 from .gibbs import LCPrior, draw_dirichlets
-from .smc import Particles, pattern_loglik
+from .particles import Particles, pattern_loglik
 
-__all__ = ["BRIDGE_ITERATIONS", "Components", "bridge_estimate", "components_of", "log_permanent",
-           "log_q"]
+__all__ = ["BRIDGE_ITERATIONS", "Components", "bridge_estimate", "components_of", "draw_q",
+           "log_permanent", "log_prior", "log_q"]
 
 #: Fixed-point iterations of the bridge equation (it converges in a few dozen).
 BRIDGE_ITERATIONS = 200
@@ -133,7 +133,7 @@ def log_q(categories, k, components: Components, log_weights, log_theta) -> jax.
     return logsumexp(per) - jnp.log(per.shape[0]) - jax.lax.lgamma(k + 1.0)
 
 
-def _log_prior(prior: LCPrior, categories, k, log_weights, log_theta) -> jax.Array:
+def log_prior(prior: LCPrior, categories, k, log_weights, log_theta) -> jax.Array:
     """``ln p(pi, theta)``: Dirichlet densities (simplex basis) of the active slots."""
     active = jnp.arange(log_weights.shape[0]) < k
     zeros_n = jnp.zeros(log_weights.shape)
@@ -146,7 +146,7 @@ def _log_prior(prior: LCPrior, categories, k, log_weights, log_theta) -> jax.Arr
     return weights + jnp.sum(jnp.where(active, rows, 0.0))
 
 
-def _draw_q(key, prior: LCPrior, categories, k, components: Particles):
+def draw_q(key, prior: LCPrior, categories, k, components: Particles):
     """One draw from ``q``: a component, its Dirichlet draws, a random relabelling of the
     active classes."""
     slots = prior.delta.shape[0]
@@ -168,14 +168,14 @@ def bridge_estimate(key, one_hot, counts, categories, prior: LCPrior, k, compone
     with ``draws`` draws from ``q``; and the plain importance sampling estimate from those."""
     def log_target(log_w, log_t):
         return (counts @ pattern_loglik(one_hot, categories, log_w, log_t)
-                + _log_prior(prior, categories, k, log_w, log_t))
+                + log_prior(prior, categories, k, log_w, log_t))
 
     parts = components_of(prior, categories, k, components)
 
     def ratio(log_w, log_t):
         return log_target(log_w, log_t) - log_q(categories, k, parts, log_w, log_t)
 
-    q_w, q_t = jax.vmap(lambda key: _draw_q(key, prior, categories, k, components))(
+    q_w, q_t = jax.vmap(lambda key: draw_q(key, prior, categories, k, components))(
         jax.random.split(key, draws))
     slots = prior.delta.shape[0]
     batch = max(1, BATCH_TERMS // (components.n_k.shape[0] * slots * 2 ** slots))

@@ -21,6 +21,12 @@ sorted by pattern, so the rows of each pattern added so far come from one cumula
 scatter); where patterns repeat, each pattern's rows are allocated to the classes by one
 multinomial draw (:func:`sorted_allocations`).
 
+As the rows added pass the points of a geometric grid (and after the last row), the first
+move of the resample-move step is the mode-jumping move of :mod:`lcbayes.samplers.mode_jump`
+(an independence Metropolis-Hastings step whose proposal holds the modes EM finds at the rows
+added so far), on the patterns of the prefix class that holds those rows: a few rows can turn a
+mode no particle visits into the dominant one, which Gibbs sweeps alone do not reach.
+
 After the last resample-move, a few more Gibbs sweeps of the particles at all the rows give
 draws of ``(theta, z)`` from the posterior for the bridge sampling estimator
 (:mod:`lcbayes.samplers.bridge`).
@@ -39,11 +45,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import logsumexp
 
 from ..data import Dataset
 from .gibbs import LCPrior, class_log_lik, draw_dirichlets
+from .mode_jump import prefix_jump
 from .particle_filter import TEMPER_ESS, RowModel, filter_rows
+from .particles import Particles
 
 __all__ = ["MIN_PREFIX", "PREFIX_RATIO", "ROWS_PER_PATTERN", "Particles", "PrefixClass", "SMCData",
            "by_rows", "holding", "included_counts", "ordered_rows", "pattern_allocations",
@@ -136,23 +143,6 @@ def smc_data(data: Dataset, rng: np.random.Generator) -> SMCData:
     return SMCData(one_hot, np.arange(width)[None, :] < cards[:, None],
                    prefix_classes(rows, codes.shape[0]),
                    np.bincount(rows, minlength=codes.shape[0]).astype(np.float64))
-
-
-class Particles(NamedTuple):
-    """``M`` particles: ``log_weights (M, S)`` (``-inf`` on inactive slots), ``log_theta (M, S,
-    J, R)``, and the class counts of the Gibbs step that drew them, ``n_k (M, S)`` and
-    ``n_kjr (M, S, J, R)`` (zeros for prior draws)."""
-
-    log_weights: jax.Array
-    log_theta: jax.Array
-    n_k: jax.Array
-    n_kjr: jax.Array
-
-
-def pattern_loglik(one_hot, categories, log_weights, log_theta) -> jax.Array:
-    """``(P,)`` ``ln p(y_p | pi, theta)`` of one particle, classes summed out."""
-    return logsumexp(log_weights[None, :] + class_log_lik(one_hot, categories, log_theta),
-                     axis=1)
 
 
 def log_predictive(prior: LCPrior, categories, active, n_k, n_kjr, y) -> jax.Array:
@@ -306,9 +296,9 @@ def _draw_parameters(key, prior: LCPrior, categories, active, particles: Particl
     return particles._replace(log_weights=log_w, log_theta=log_t)
 
 
-@partial(jax.jit, static_argnames=("particles", "sweeps", "max_moves", "draws"))
+@partial(jax.jit, static_argnames=("particles", "sweeps", "max_moves", "draws", "jumps"))
 def run_smc(key, data: SMCData, prior: LCPrior, k, ess_target, temper_ess=TEMPER_ESS, *,
-            particles: int, sweeps: int, max_moves: int, draws: int
+            particles: int, sweeps: int, max_moves: int, draws: int, jumps: bool = True
             ) -> tuple[jax.Array, jax.Array, jax.Array, Particles]:
     """One SMC run of a latent class model (module docstring) from ``key``, rows tempered
     below an effective sample size of ``temper_ess M``: ``(ln Z_hat, resample-move steps,
@@ -317,7 +307,7 @@ def run_smc(key, data: SMCData, prior: LCPrior, k, ess_target, temper_ess=TEMPER
     still resampled but no longer moved (the estimate stays unbiased, its error grows). The
     posterior draws are ``draws`` further Gibbs sweeps of the final particles at all the rows,
     stacked (``(draws, M, ...)``): each a parameter draw with the class counts it was drawn
-    from."""
+    from. ``jumps``: make the mode-jumping move (module docstring)."""
     rows = data.classes[0].rows
     total = rows.shape[0]
     slots = prior.delta.shape[0]
@@ -331,6 +321,22 @@ def run_smc(key, data: SMCData, prior: LCPrior, k, ess_target, temper_ess=TEMPER
         particles = _draw_parameters(k_par, prior, data.categories, active, particles)
         return jax.lax.switch(holding(data.classes, n), allocations, k_rows, n, particles)
 
+    def jump_on(index, key, n, particles):
+        prefix = data.classes[index]
+        return prefix_jump(key, data.one_hot[:prefix.starts.shape[0]], data.categories,
+                           included_counts(prefix, n), prior, k, particles)
+
+    jumps_on = [partial(jump_on, i) for i in range(len(data.classes))]
+
+    def jump(n, particles, key):
+        """A Gibbs sweep with :func:`~lcbayes.samplers.mode_jump.prefix_jump` between its
+        halves, on the patterns of the prefix class that holds the first ``n`` rows."""
+        k_par, k_jump, k_rows = jax.random.split(key, 3)
+        particles = _draw_parameters(k_par, prior, data.categories, active, particles)
+        index = holding(data.classes, n)
+        particles = jax.lax.switch(index, jumps_on, k_jump, n, particles)
+        return jax.lax.switch(index, allocations, k_rows, n, particles)
+
     def row_predictive(particles: Particles, i) -> jax.Array:
         return predictive(prior, data.categories, active, particles.n_k, particles.n_kjr,
                           data.one_hot[rows[i]])
@@ -343,7 +349,7 @@ def run_smc(key, data: SMCData, prior: LCPrior, k, ess_target, temper_ess=TEMPER
 
     model = RowModel(Particles(jnp.zeros((particles, slots)), jnp.zeros(table_shape),
                                jnp.zeros((particles, slots)), jnp.zeros(table_shape)),
-                     row_predictive, add, sweep)
+                     row_predictive, add, sweep, jump if jumps else None)
     end = filter_rows(key, model, total, ess_target, temper_ess, particles=particles,
                       sweeps=sweeps, max_moves=max_moves)
 
