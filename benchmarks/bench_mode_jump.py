@@ -47,7 +47,6 @@ import json
 import math
 import os
 import shlex
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -56,6 +55,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+from bench_evidence import source_state  # a script beside this one
 from scipy.special import logsumexp
 
 import lcbayes as lcb
@@ -163,15 +163,6 @@ def machine() -> dict:
     """Cores, JAX's platform and the load average now."""
     return {"cores": os.cpu_count(), "device": f"JAX on {jax.devices()[0].platform}",
             "load_average": list(os.getloadavg())}
-
-
-def source_state() -> str:
-    """The commit of the working tree, marked when it has uncommitted changes."""
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
-                              check=False).stdout.strip()
-    commit = git("rev-parse", "--short", "HEAD")
-    return f"{commit} + uncommitted changes" if git("status", "--porcelain") else commit
 
 
 def run(cases: tuple[Case, ...], path: Path, seed: int, command: str, mode: str) -> dict:
