@@ -44,6 +44,9 @@ API: dict[str, str] = {
     # engines and their results
     "em": "lcbayes.engines.em",
     "EMResult": "lcbayes.engines.em",
+    "RegressionResult": "lcbayes.engines.regression",
+    "Covariates": "lcbayes.engines.regression",
+    "covariate_design": "lcbayes.engines.regression",
     "vbem": "lcbayes.engines.vbem",
     "VBResult": "lcbayes.engines.vbem",
     "bound_terms": "lcbayes.engines.vbem",

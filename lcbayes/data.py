@@ -268,6 +268,12 @@ class Dataset:
         return index
 
     @property
+    def has_row_order(self) -> bool:
+        """Whether the rows are the data's own, in order (the rows form), so that other
+        columns of the same rows (covariates) can be matched to them."""
+        return not self._pattern_form
+
+    @property
     def n_rows(self) -> int:
         """Number of rows (fully missing rows included)."""
         return int(self.counts.sum())

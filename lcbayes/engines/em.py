@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import jax
 import jax.numpy as jnp
@@ -72,6 +72,9 @@ from .algorithms.state import EMRuns
 from .em_result import EMResult
 from .padding import class_padding
 from .run_record import check_batching, record_fields, start_engine, warn_unconverged
+
+if TYPE_CHECKING:
+    from .regression.result import RegressionResult
 
 __all__ = ["EMResult", "EMRuns", "em", "em_runner", "order_classes", "run_em"]
 
@@ -189,6 +192,23 @@ def order_classes(structure: Structure, tables, by=None) -> list[np.ndarray]:
     return [t[:, order] if i == root else t[order] for i, t in enumerate(tables)]
 
 
+@overload
+def em(structure: Structure, data, *, restarts: int = ..., seed: Seed = ...,
+       prior: PriorSpec = ..., tol: float = ..., max_iter: int = ...,
+       map_basis: Literal["softmax", "simplex"] = ..., batch_size: int | None = ...,
+       keep: int | None = ..., burn_in: int = ..., algorithm: str = ..., eta: float | None = ...,
+       betas: float | Sequence[float] | None = ..., blocks: int | None = ...,
+       pad_classes: int | None = ..., init: Mapping[str, Any] | EMResult | None = ...,
+       standard_errors: Literal["empirical", "observed"] | None = ...,
+       devices: int | Sequence[jax.Device] | None = ..., progress: bool = ...,
+       covariates: None = ...) -> EMResult: ...
+@overload
+def em(structure: Structure, data, *, restarts: int = ..., seed: Seed = ..., tol: float = ...,
+       max_iter: int = ..., batch_size: int | None = ..., init: RegressionResult | None = ...,
+       standard_errors: Literal["empirical", "observed"] | None = ...,
+       covariates: Any) -> RegressionResult: ...
+
+
 def em(
     structure: Structure,
     data,
@@ -207,11 +227,12 @@ def em(
     betas: float | Sequence[float] | None = None,
     blocks: int | None = None,
     pad_classes: int | None = None,
-    init: Mapping[str, Any] | EMResult | None = None,
+    init: Mapping[str, Any] | EMResult | RegressionResult | None = None,
     standard_errors: Literal["empirical", "observed"] | None = None,
     devices: int | Sequence[jax.Device] | None = None,
     progress: bool = False,
-) -> EMResult:
+    covariates=None,
+) -> EMResult | RegressionResult:
     """Fit ``structure`` to ``data`` by EM (or another algorithm of Whiley 1999 ch. 2) from
     ``restarts`` random starts; keep the best.
 
@@ -284,7 +305,36 @@ def em(
             the output is a log): the restarts then run in
             :data:`~lcbayes.engines.algorithms.runner.PROGRESS_PARTS` parts of one compiled
             size, one after another; the same fit.
+        covariates: a latent class regression (:mod:`lcbayes.engines.regression`): class membership
+            ``softmax(x' beta)`` on these covariates, fitted jointly with the item tables
+            (one step, poLCA's model), returning a
+            :class:`~lcbayes.RegressionResult`. A DataFrame of the covariate columns
+            (one row per data row, in order), column name(s) of ``data`` when it is a
+            DataFrame, or :func:`lcbayes.covariate_design`'s ``Covariates``. Text columns
+            are categorical (indicators against the first level), numbers enter as they are;
+            rows with a missing covariate are left out with a warning. Takes ``restarts``,
+            ``seed``, ``tol``, ``max_iter``, ``batch_size``, ``standard_errors`` and ``init``
+            (a ``RegressionResult``); the other options are refused.
     """
+    if covariates is not None:
+        from .regression.fit import fit_regression
+        from .regression.result import RegressionResult
+        unsupported = {"prior": prior is not None, "keep": keep is not None,
+                       "algorithm": algorithm != "squarem", "pad_classes": pad_classes is not None,
+                       "devices": devices is not None, "progress": bool(progress),
+                       "blocks": blocks is not None, "eta": eta is not None,
+                       "betas": betas is not None}
+        refused = [k for k, v in unsupported.items() if v]
+        if refused:
+            raise ArgumentError(f"{', '.join(refused)} cannot be given with covariates: a latent "
+                                "class regression is fitted by maximum likelihood with "
+                                "SQUAREM-accelerated EM; leave them out")
+        if init is not None and not isinstance(init, RegressionResult):
+            raise ArgumentError("init must be a RegressionResult of the same model (a fit "
+                                f"with covariates), got {type(init).__name__}")
+        return fit_regression(structure, data, covariates, restarts=restarts, seed=seed,
+                              tol=tol, max_iter=max_iter, batch_size=batch_size, init=init,
+                              standard_errors=standard_errors)
     start, seed = start_engine(structure, seed)
     restarts = check_int(restarts, "restarts", 0 if init is not None else 1)
     init_tables = _init_tables(structure, init)

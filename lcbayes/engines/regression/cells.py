@@ -1,0 +1,96 @@
+"""The data of a latent class regression as *cells*: unique (response pattern, design row)
+pairs with counts, and the exact per-cell likelihood.
+
+Rows that share both their item responses and their covariate values have the same likelihood
+and the same class posterior, so a fit works on cells (patterns compressed within covariate
+cells, DESIGN.md) with their counts as weights. Item tables are held as ``(J, K, C)`` log
+probabilities, ``C`` the largest cardinality, padded entries 0 (never read: the one-hot codes
+are 0 there) and a missing item a row of zeros, so that it contributes a factor of one:
+
+    ln p(y_u | x_u) = logsumexp_r [ ln softmax(x_u' beta)_r + sum_j ln theta_{j r y_uj} ]
+
+(Linzer & Lewis 2011, eq. 4; the classes are summed out exactly). ``coef`` is the ``(P, K)``
+matrix ``beta`` with its first column (class 1, the reference) zero.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import logsumexp
+
+__all__ = ["TINY", "Cells", "cell_logliks", "joint_log", "log_prevalence", "make_cells",
+           "normalise_log_items", "one_hot", "softmax", "valid_mask"]
+
+#: Floor of probabilities before their logs (an exact zero stays finite: 0 * log stays 0).
+TINY = 1e-300
+
+
+class Cells(NamedTuple):
+    """Unique (pattern, design row) pairs: ``onehot`` ``(U, J, C)`` codes (a missing item is a
+    zero row), ``design`` ``(U, P)``, ``counts`` ``(U,)``."""
+
+    onehot: jax.Array
+    design: jax.Array
+    counts: jax.Array
+
+
+def softmax(eta: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of a NumPy array (last axis)."""
+    z = np.exp(eta - eta.max(axis=-1, keepdims=True))
+    return z / z.sum(axis=-1, keepdims=True)
+
+
+def valid_mask(cardinalities) -> np.ndarray:
+    """``(J, C)`` whether category ``c`` exists for item ``j``."""
+    c = max(cardinalities)
+    return np.arange(c)[None, :] < np.asarray(cardinalities)[:, None]
+
+
+def one_hot(codes: np.ndarray, n_categories: int) -> np.ndarray:
+    """``(n, J, C)`` indicators of ``codes`` (``-1``: all zero)."""
+    out = (codes[:, :, None] == np.arange(n_categories)[None, None, :])
+    return out.astype(np.float64)
+
+
+def make_cells(codes: np.ndarray, matrix: np.ndarray, cardinalities,
+               weights: np.ndarray | None = None) -> tuple[Cells, np.ndarray]:
+    """Cells of the rows ``codes`` ``(N, J)`` with designs ``matrix`` ``(N, P)`` (and row
+    ``weights``, default 1), and each row's cell index."""
+    key = np.concatenate([codes.astype(np.float64), matrix], axis=1)
+    unique, index, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    index = index.reshape(-1)
+    if weights is not None:
+        counts = np.bincount(index, weights=weights, minlength=len(unique))
+    j = codes.shape[1]
+    cells = Cells(onehot=jnp.asarray(one_hot(unique[:, :j].astype(np.int64),
+                                             max(cardinalities))),
+                  design=jnp.asarray(unique[:, j:]),
+                  counts=jnp.asarray(counts, dtype=jnp.float64))
+    return cells, index
+
+
+def normalise_log_items(u: jax.Array, valid) -> jax.Array:
+    """Rows of ``u`` ``(J, K, C)`` as log probabilities over the valid categories (padded
+    entries 0)."""
+    masked = jnp.where(valid[:, None, :], u, -jnp.inf)
+    return jnp.where(valid[:, None, :], masked - logsumexp(masked, axis=-1, keepdims=True), 0.0)
+
+
+def log_prevalence(coef: jax.Array, design: jax.Array) -> jax.Array:
+    """``(U, K)`` ``ln softmax(x_u' beta)``."""
+    return jax.nn.log_softmax(design @ coef, axis=-1)
+
+
+def joint_log(log_items: jax.Array, coef: jax.Array, cells: Cells) -> jax.Array:
+    """``(U, K)`` ``ln P(class = r | x_u) + ln p(y_u | class = r)``."""
+    items = jnp.einsum("ujc,jkc->uk", cells.onehot, log_items)
+    return log_prevalence(coef, cells.design) + items
+
+
+def cell_logliks(log_items: jax.Array, coef: jax.Array, cells: Cells) -> jax.Array:
+    """``(U,)`` ``ln p(y_u | x_u)`` (module docstring)."""
+    return logsumexp(joint_log(log_items, coef, cells), axis=-1)

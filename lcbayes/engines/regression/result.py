@@ -1,0 +1,292 @@
+"""The result of a latent class regression (:func:`lcbayes.em` with ``covariates=``).
+
+Holds the estimate (item tables, membership coefficients ``beta``, the mean class shares ``P``
+that poLCA prints), its standard errors, every restart's fit, the class posteriors of the rows
+used and the scores; prints poLCA's layout with a coefficient table (estimate, standard
+error, Wald ``z``, two-sided ``p``, odds ratio ``exp(beta)``), predicts class memberships of new
+rows and simulates data from the fitted model; ``to_dict``/``from_dict`` round-trip it through
+JSON.
+
+Example::
+
+    fit = lcb.em(lcb.latent_class(data, 2), data, covariates=frame[["GPA"]], seed=0,
+                 standard_errors="empirical")
+    print(fit.summary())
+    fit.coefficients()                         # the coefficient table as a DataFrame
+    fit.predict_proba(new_rows, new_rows[["GPA"]])
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ...encoding import MISSING
+from ...params import from_tables
+from ...render import json_value, plural
+from ...structure import Structure
+from ...validation import data_for, numpy_rng
+from ..em_result import PenalisedScores
+from ..run_record import EstimateRecord, arrays_from_json
+from .cells import softmax
+from .design import Covariates
+
+__all__ = ["RegressionResult", "tables_to_params"]
+
+
+@dataclass(frozen=True, repr=False)
+class RegressionResult(PenalisedScores, EstimateRecord):
+    """A latent class regression fit (module docstring).
+
+    Attributes:
+        structure: the latent class model (its class node's table is :attr:`class_weights`,
+            the mean of ``P(class | x)`` over the rows used, poLCA's ``P``).
+        covariates: the membership design (columns, levels, design names).
+        params: ``{node: CPT}``: the mean class shares and the item tables.
+        coef: ``(n_design, K)`` coefficients ``beta``; column 1 (the reference class) is 0.
+        loglik: the log-likelihood of the rows used.
+        restart_logliks, restart_n_iter, restart_converged: per restart.
+        n_iter, converged, history: the best restart's.
+        n_rows: rows given; n_used_rows: rows with every covariate (the fit's, poLCA's
+            ``N``); n_observed_rows: those with an observed item too (the BIC's ``N``);
+            n_cells: unique (pattern, covariate) cells.
+        posteriors: ``(n_used_rows, K)`` class posteriors ``P(class | y, x)`` of the rows used.
+        entropy: the posteriors' entropy (for ICL).
+        standard_errors: ``{"coef": (P, K), "params": {node: CPT-shaped}}`` or ``None``;
+            coef_cov: the free coefficients' covariance (row-major ``(P, K - 1)`` order).
+        score_statistic: ``g^T I^+ g`` at the estimate (about 0 at a maximum).
+        se_method: ``"empirical"`` or ``"observed"`` (``None``: no standard errors).
+        seconds, seed, restarts, tol, max_iter: the run.
+    """
+
+    covariates: Covariates
+    params: dict[str, np.ndarray]
+    coef: np.ndarray
+    loglik: float
+    restart_logliks: np.ndarray
+    restart_n_iter: np.ndarray
+    restart_converged: np.ndarray
+    n_iter: int
+    converged: bool
+    history: np.ndarray
+    n_rows: int
+    n_used_rows: int
+    n_observed_rows: int
+    n_cells: int
+    posteriors: np.ndarray
+    entropy: float
+    standard_errors: dict | None
+    coef_cov: np.ndarray | None
+    score_statistic: float | None
+    se_method: str | None
+    seconds: float
+    seed: int | tuple[int, ...]
+    restarts: int
+    tol: float
+    max_iter: int
+
+    # ------------------------------------------------------------------ sizes and scores
+    @property
+    def n_parameters(self) -> int:
+        """``K sum_j (r_j - 1) + P (K - 1)`` (poLCA's ``npar``)."""
+        k = self.structure.n_classes or 1
+        items = sum(self.structure.cardinalities[i] - 1 for i in self.structure.observed_nodes)
+        return k * items + self.coef.shape[0] * (k - 1)
+
+    @property
+    def resid_df(self) -> int:
+        """``min(N, prod_j r_j - 1) - n_parameters`` (poLCA's ``resid.df``)."""
+        cells = math.prod(self.structure.cardinalities[i] for i in self.structure.observed_nodes)
+        return min(self.n_used_rows, cells - 1) - self.n_parameters
+
+    @property
+    def estimate(self) -> dict[str, np.ndarray]:
+        return self.params
+
+    # ------------------------------------------------------------------ coefficients
+    def coefficients(self) -> pd.DataFrame:
+        """The coefficient table: one row per class ``2..K`` and design column, with
+        ``estimate``, ``se``, ``z``, ``p`` (two-sided Wald) and ``odds_ratio`` ``exp(beta)``
+        (the odds of that class against class 1 per unit of the covariate)."""
+        k = self.coef.shape[1]
+        rows = []
+        for r in range(1, k):
+            for d, term in enumerate(self.covariates.names):
+                est = float(self.coef[d, r])
+                se = (math.nan if self.standard_errors is None
+                      else float(self.standard_errors["coef"][d, r]))
+                z = est / se if se > 0 else math.nan
+                rows.append({"class": f"class {r + 1} vs class 1", "term": term,
+                             "estimate": est, "se": se, "z": z,
+                             "p": float(2 * stats.norm.sf(abs(z))) if math.isfinite(z)
+                             else math.nan, "odds_ratio": math.exp(est)})
+        return pd.DataFrame(rows, columns=["class", "term", "estimate", "se", "z", "p",
+                                           "odds_ratio"])
+
+    # ------------------------------------------------------------------ predictions
+    def _design(self, covariates) -> np.ndarray:
+        if isinstance(covariates, np.ndarray):
+            return covariates
+        return self.covariates.transform(covariates)
+
+    def prevalence(self, covariates: pd.DataFrame) -> np.ndarray:
+        """``(n, K)`` ``P(class = r | x)`` of the rows of ``covariates`` (NaN where a covariate
+        is missing): the membership model alone, no items (poLCA's ``prior``)."""
+        return softmax(self._design(covariates) @ self.coef)
+
+    def predict_proba(self, data, covariates: pd.DataFrame) -> np.ndarray:
+        """``(n, K)`` class posteriors ``P(class | y, x)`` of new rows: ``data`` their items
+        (missing items marginalised), ``covariates`` their covariate columns (a row with a
+        missing covariate gets NaN)."""
+        data = data_for(self.structure, data)
+        matrix = self._design(covariates)
+        if matrix.shape[0] != data.n_rows:
+            raise ValueError(f"covariates has {matrix.shape[0]} rows but data has "
+                             f"{data.n_rows}; give one covariate row per data row")
+        tables = [np.log(np.maximum(np.asarray(self.params[self.structure.nodes[i]]), 1e-300))
+                  for i in self.structure.observed_nodes]
+        joint = np.log(np.maximum(self.prevalence(matrix), 1e-300))
+        for j, table in enumerate(tables):
+            codes = data.codes[:, j]
+            joint = joint + np.where(codes[:, None] == MISSING, 0.0,
+                                     table.T[np.maximum(codes, 0)])
+        return softmax(joint)
+
+    def simulate(self, covariates: pd.DataFrame, *, seed=0) -> pd.DataFrame:
+        """Rows drawn from the fitted model given ``covariates`` (one row each; a row with a
+        missing covariate is refused): the classes (column named as the class node, numbered
+        from 1) and the items (labels as in the data)."""
+        matrix = self._design(covariates)
+        if np.isnan(matrix).any():
+            raise ValueError("covariates: a row has a missing covariate; drop it first")
+        rng = numpy_rng(seed)
+        prev = self.prevalence(matrix)
+        classes = (rng.random((len(prev), 1)) > np.cumsum(prev, axis=1)).sum(axis=1)
+        s = self.structure
+        out = {s.nodes[s.root]: classes + 1}
+        for i in s.observed_nodes:
+            table = np.asarray(self.params[s.nodes[i]])[classes]
+            codes = (rng.random((len(prev), 1)) > np.cumsum(table, axis=1)).sum(axis=1)
+            out[s.nodes[i]] = np.asarray(s.labels[i], dtype=object)[
+                np.minimum(codes, len(s.labels[i]) - 1)]
+        return pd.DataFrame(out)
+
+    # ------------------------------------------------------------------ tables and text
+    def to_frame(self) -> pd.DataFrame:
+        """The item tables and class shares as a long table (``node``, ``parents``,
+        ``category``, ``probability`` and ``se`` when computed)."""
+        values = {"probability": self.params}
+        if self.standard_errors is not None:
+            values["se"] = self.standard_errors["params"]
+        return self._frame(values)
+
+    def summary(self) -> str:
+        """poLCA's printout: the coefficient table, the shares and item probabilities (with
+        standard errors when computed), the fit statistics."""
+        s = self.structure
+        k = s.n_classes or 1
+        table = self.coefficients()
+        lines = [f"Latent class regression: {plural(k, 'class', 'classes')}, membership ~ "
+                 f"{' + '.join(self.covariates.columns)} (class 1 the reference)", ""]
+        for label, block in table.groupby("class", sort=False):
+            lines.append(f"{label}: log odds of membership")
+            lines.append(block.drop(columns="class").to_string(index=False,
+                                                                 float_format="{:.5g}".format))
+            lines.append("")
+        refs = self.covariates.references
+        if refs:
+            lines += ["Reference levels: " + ", ".join(f"{c} = {v!r}" for c, v in refs.items()),
+                      ""]
+        errors = None if self.standard_errors is None else self.standard_errors["params"]
+        lines += self.estimate_lines(" (mean over the rows)", errors=errors)
+        dropped = self.n_rows - self.n_used_rows
+        lines += [
+            f"number of observations: {self.n_used_rows}"
+            + (f" ({dropped} left out: a covariate is missing)" if dropped else ""),
+            f"number of estimated parameters: {self.n_parameters}",
+            f"residual degrees of freedom: {self.resid_df}",
+            f"maximum log-likelihood: {self.loglik:.6f}",
+            f"AIC(poLCA scale): {-2 * self.aic:.6f}",
+            f"BIC(poLCA scale): {-2 * self.bic:.6f}",
+            f"restarts: {self.restarts}, best reached by "
+            f"{int((self.restart_logliks > self.loglik - 1e-6).sum())}",
+        ]
+        if self.se_method is not None:
+            lines.append(f"standard errors: {self.se_method} information")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"RegressionResult(n_classes={self.structure.n_classes}, covariates="
+                f"{list(self.covariates.columns)}, loglik={self.loglik:.4f}, "
+                f"n_used_rows={self.n_used_rows})")
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self) -> dict:
+        """Everything as JSON-ready values; :meth:`from_dict` reads it back (the posteriors
+        of the rows used included)."""
+        return json_value({
+            "method": "em", "model": "latent_class_regression",
+            "structure": self.structure.to_dict(), "covariates": self.covariates.to_dict(),
+            "params": self.params, "coef": self.coef, "coefficients":
+                self.coefficients().to_dict(orient="records"),
+            "loglik": self.loglik, "n_parameters": self.n_parameters,
+            "resid_df": self.resid_df, "bic": self.bic, "aic": self.aic, "icl": self.icl,
+            "entropy": self.entropy,
+            "restart_logliks": self.restart_logliks, "restart_n_iter": self.restart_n_iter,
+            "restart_converged": self.restart_converged, "n_iter": self.n_iter,
+            "converged": self.converged, "history": self.history, "n_rows": self.n_rows,
+            "n_used_rows": self.n_used_rows, "n_observed_rows": self.n_observed_rows,
+            "n_cells": self.n_cells,
+            "posteriors": self.posteriors, "standard_errors": self.standard_errors,
+            "coef_cov": self.coef_cov, "score_statistic": self.score_statistic,
+            "se_method": self.se_method, "seconds": self.seconds,
+            "seed": self.seed,
+            "restarts": self.restarts, "tol": self.tol, "max_iter": self.max_iter,
+        })
+
+    @classmethod
+    def from_dict(cls, spec: dict) -> RegressionResult:
+        """The result of :meth:`to_dict`."""
+        errors = spec.get("standard_errors")
+        seed = spec["seed"]
+        return cls(
+            structure=Structure.from_dict(spec["structure"]),
+            covariates=Covariates.from_description(spec["covariates"]),
+            params=arrays_from_json(spec["params"]),
+            coef=np.asarray(spec["coef"], dtype=np.float64),
+            loglik=float(spec["loglik"]),
+            restart_logliks=np.asarray(spec["restart_logliks"], dtype=np.float64),
+            restart_n_iter=np.asarray(spec["restart_n_iter"], dtype=np.int64),
+            restart_converged=np.asarray(spec["restart_converged"], dtype=bool),
+            n_iter=int(spec["n_iter"]), converged=bool(spec["converged"]),
+            history=np.asarray(spec["history"], dtype=np.float64),
+            n_rows=int(spec["n_rows"]), n_used_rows=int(spec["n_used_rows"]),
+            n_observed_rows=int(spec["n_observed_rows"]),
+            n_cells=int(spec["n_cells"]),
+            posteriors=np.asarray(spec["posteriors"], dtype=np.float64),
+            entropy=float(spec["entropy"]),
+            standard_errors=None if errors is None else {
+                "coef": np.asarray(errors["coef"], dtype=np.float64),
+                "params": arrays_from_json(errors["params"])},
+            coef_cov=None if spec.get("coef_cov") is None
+            else np.asarray(spec["coef_cov"], dtype=np.float64),
+            score_statistic=spec.get("score_statistic"),
+            se_method=spec.get("se_method"), seconds=float(spec["seconds"]),
+            seed=seed if isinstance(seed, int) else tuple(seed),
+            restarts=int(spec["restarts"]), tol=float(spec["tol"]),
+            max_iter=int(spec["max_iter"]),
+        )
+
+
+def tables_to_params(structure: Structure, shares: np.ndarray, items: np.ndarray
+                     ) -> dict[str, np.ndarray]:
+    """``{node: CPT}`` from the mean shares ``(K,)`` and the ``(J, K, C)`` item tables."""
+    tables = [shares[None, :]]
+    for j, i in enumerate(structure.observed_nodes):
+        tables.append(items[j, :, :structure.cardinalities[i]])
+    return from_tables(structure, tables)
+
