@@ -235,3 +235,74 @@ def test_bad_covariates_are_refused_with_the_column_named(cheating):
         fit = lcb.em(structure, data, covariates=frame[["GPA"]], restarts=1)
     with pytest.raises(DataError, match="numeric when the model was fitted"):
         fit.covariates.transform(pd.DataFrame({"GPA": ["x"]}))
+
+
+# ---------------------------------------------------------------------------- distal outcomes
+def test_categorical_distal_is_one_more_class_dependent_item(cheating):
+    """A categorical distal outcome without covariates is the latent class model with one more
+    item: the same maximum as lcb.em on the augmented data, reported apart."""
+    frame, data, _ = cheating
+    outcome = frame["GPA"].map(lambda g: None if g != g else ("high" if g >= 3 else "low"))
+    fit = lcb.em(lcb.latent_class(data, 2), data, distal=outcome.rename("GPA3"), restarts=10,
+                 seed=1, tol=1e-11, standard_errors="empirical")
+    augmented = lcb.Dataset.from_pandas(frame[list(data.columns)].assign(GPA3=outcome))
+    plain = lcb.em(lcb.latent_class(augmented, 2), augmented, restarts=10, seed=1, tol=1e-11)
+    assert fit.loglik == pytest.approx(plain.loglik, abs=1e-7)
+    np.testing.assert_allclose(fit.distal["probabilities"], plain.params["GPA3"], atol=1e-5)
+    np.testing.assert_allclose(fit.params["LIEEXAM"], plain.params["LIEEXAM"], atol=1e-5)
+    assert fit.n_parameters == plain.n_parameters
+    table = fit.distal_table()
+    assert list(table.columns) == ["class", "category", "probability", "se"]
+    assert np.all(table.se > 0)
+    assert "Distal outcome 'GPA3' (categorical)" in fit.summary()
+
+
+def test_continuous_distal_recovers_class_means_and_nests_the_common_mean():
+    rng = np.random.default_rng(5)
+    n = 3000
+    classes = rng.choice(2, n, p=[0.6, 0.4])
+    profiles = np.array([[0.9, 0.8, 0.85, 0.9, 0.8], [0.15, 0.2, 0.1, 0.25, 0.2]])
+    items = pd.DataFrame((rng.random((n, 5)) < profiles[classes]).astype(int),
+                         columns=[f"Y{j}" for j in range(5)])
+    outcome = pd.Series(np.where(classes == 0, 1.0, 2.5) + rng.normal(0, 1.0, n), name="Z")
+    outcome[rng.random(n) < 0.1] = np.nan                 # missing outcome: marginalised
+    data = lcb.Dataset.from_pandas(items)
+    fit = lcb.em(lcb.latent_class(data, 2), data, distal=outcome, restarts=5, seed=0,
+                 standard_errors="empirical")
+    table = fit.distal_table()
+    np.testing.assert_allclose(table["mean"], [1.0, 2.5], atol=4 * table["se"].max())
+    np.testing.assert_allclose(table["sd"], [1.0, 1.0], atol=0.1)
+    assert table["p"].iloc[0] < 1e-10 and table["df"].iloc[0] == 1
+    assert fit.n_used_rows == n and fit.resid_df is None
+    # class-independent outcome (a special case) cannot beat the class-dependent maximum
+    plain = lcb.em(lcb.latent_class(data, 2), data, restarts=5, seed=0)
+    z = outcome.dropna().to_numpy()
+    common = -0.5 * len(z) * (np.log(2 * np.pi * z.var()) + 1)
+    assert fit.loglik >= plain.loglik + common - 1e-6
+    # one class: the sample mean and the ML standard deviation, in closed form
+    one = lcb.em(lcb.latent_class(data, 1), data, distal=outcome, restarts=1)
+    assert one.distal["means"][0] == pytest.approx(z.mean(), abs=1e-8)
+    assert one.distal["sds"][0] == pytest.approx(z.std(), abs=1e-8)
+    assert one.loglik == pytest.approx(plain_one(data) + common, abs=1e-6)
+    same = lcb.RegressionResult.from_dict(json.loads(json.dumps(fit.to_dict())))
+    pd.testing.assert_frame_equal(same.distal_table(), table)
+    drawn = fit.simulate(pd.DataFrame(index=range(20000)), seed=0)
+    by_class = drawn.groupby("class")["Z"].mean()
+    np.testing.assert_allclose(by_class, fit.distal["means"], atol=0.05)
+
+
+def plain_one(data):
+    return sum(np.sum(c[c > 0] * np.log(c[c > 0] / c.sum()))
+               for c in (np.bincount(data.codes[:, j][data.codes[:, j] >= 0])
+                         for j in range(data.n_columns)))
+
+
+def test_distal_bad_input(cheating):
+    frame, data, _ = cheating
+    structure = lcb.latent_class(data, 2)
+    with pytest.raises(DataError, match="'FRAUD' is also an indicator"):
+        lcb.em(structure, data, distal=frame["FRAUD"])
+    with pytest.raises(ArgumentError, match="one column"):
+        lcb.em(structure, data, distal=frame[["GPA", "FRAUD"]])
+    with pytest.raises(DataError, match="'NOPE' is not a column"):
+        lcb.em(structure, frame, distal="NOPE")

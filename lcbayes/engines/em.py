@@ -74,6 +74,7 @@ from .padding import class_padding
 from .run_record import check_batching, record_fields, start_engine, warn_unconverged
 
 if TYPE_CHECKING:
+    from .regression.fit import DistalType
     from .regression.result import RegressionResult
 
 __all__ = ["EMResult", "EMRuns", "em", "em_runner", "order_classes", "run_em"]
@@ -201,12 +202,12 @@ def em(structure: Structure, data, *, restarts: int = ..., seed: Seed = ...,
        pad_classes: int | None = ..., init: Mapping[str, Any] | EMResult | None = ...,
        standard_errors: Literal["empirical", "observed"] | None = ...,
        devices: int | Sequence[jax.Device] | None = ..., progress: bool = ...,
-       covariates: None = ...) -> EMResult: ...
+       covariates: None = ..., distal: None = ...) -> EMResult: ...
 @overload
 def em(structure: Structure, data, *, restarts: int = ..., seed: Seed = ..., tol: float = ...,
        max_iter: int = ..., batch_size: int | None = ..., init: RegressionResult | None = ...,
-       standard_errors: Literal["empirical", "observed"] | None = ...,
-       covariates: Any) -> RegressionResult: ...
+       standard_errors: Literal["empirical", "observed"] | None = ..., covariates: Any = ...,
+       distal: Any = ..., distal_type: DistalType = ...) -> RegressionResult: ...
 
 
 def em(
@@ -232,6 +233,8 @@ def em(
     devices: int | Sequence[jax.Device] | None = None,
     progress: bool = False,
     covariates=None,
+    distal=None,
+    distal_type: DistalType = "auto",
 ) -> EMResult | RegressionResult:
     """Fit ``structure`` to ``data`` by EM (or another algorithm of Whiley 1999 ch. 2) from
     ``restarts`` random starts; keep the best.
@@ -315,8 +318,14 @@ def em(
             rows with a missing covariate are left out with a warning. Takes ``restarts``,
             ``seed``, ``tol``, ``max_iter``, ``batch_size``, ``standard_errors`` and ``init``
             (a ``RegressionResult``); the other options are refused.
+        distal: a distal outcome fitted in the same step (a latent class regression, with or
+            without covariates): one column (a column name of a DataFrame ``data``, a Series or
+            a one-column DataFrame), class-dependent and reported apart from the indicators
+            (``RegressionResult.distal_table``); missing values are marginalised.
+        distal_type: ``"auto"`` (numbers continuous: a normal distribution per class; text,
+            booleans, ``Categorical`` categorical), ``"categorical"`` or ``"continuous"``.
     """
-    if covariates is not None:
+    if covariates is not None or distal is not None:
         from .regression.fit import fit_regression
         from .regression.result import RegressionResult
         unsupported = {"prior": prior is not None, "keep": keep is not None,
@@ -326,13 +335,14 @@ def em(
                        "betas": betas is not None}
         refused = [k for k, v in unsupported.items() if v]
         if refused:
-            raise ArgumentError(f"{', '.join(refused)} cannot be given with covariates: a latent "
-                                "class regression is fitted by maximum likelihood with "
-                                "SQUAREM-accelerated EM; leave them out")
+            raise ArgumentError(f"{', '.join(refused)} cannot be given with covariates or "
+                                "distal: a latent class regression is fitted by maximum "
+                                "likelihood with SQUAREM-accelerated EM; leave them out")
         if init is not None and not isinstance(init, RegressionResult):
             raise ArgumentError("init must be a RegressionResult of the same model (a fit "
                                 f"with covariates), got {type(init).__name__}")
-        return fit_regression(structure, data, covariates, restarts=restarts, seed=seed,
+        return fit_regression(structure, data, covariates, distal=distal,
+                              distal_type=distal_type, restarts=restarts, seed=seed,
                               tol=tol, max_iter=max_iter, batch_size=batch_size, init=init,
                               standard_errors=standard_errors)
     start, seed = start_engine(structure, seed)

@@ -11,6 +11,11 @@ are 0 there) and a missing item a row of zeros, so that it contributes a factor 
 
 (Linzer & Lewis 2011, eq. 4; the classes are summed out exactly). ``coef`` is the ``(P, K)``
 matrix ``beta`` with its first column (class 1, the reference) zero.
+
+A continuous distal outcome ``z`` (one step: a class-dependent variable reported apart from
+the indicators) adds ``ln N(z_u | mu_r, sigma_r^2)`` to class ``r``'s term when ``z_u`` is
+observed (``gauss = (mu, ln sigma)``); a missing ``z`` contributes a factor of one, as a
+missing item does. A categorical distal outcome is one more column of ``onehot``.
 """
 
 from __future__ import annotations
@@ -22,20 +27,35 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
-__all__ = ["TINY", "Cells", "cell_logliks", "joint_log", "log_prevalence", "make_cells",
-           "normalise_log_items", "one_hot", "softmax", "valid_mask"]
+__all__ = [
+    "TINY",
+    "Cells",
+    "cell_logliks",
+    "gaussian_log",
+    "joint_log",
+    "log_prevalence",
+    "make_cells",
+    "normalise_log_items",
+    "one_hot",
+    "softmax",
+    "valid_mask",
+]
 
 #: Floor of probabilities before their logs (an exact zero stays finite: 0 * log stays 0).
 TINY = 1e-300
 
 
 class Cells(NamedTuple):
-    """Unique (pattern, design row) pairs: ``onehot`` ``(U, J, C)`` codes (a missing item is a
-    zero row), ``design`` ``(U, P)``, ``counts`` ``(U,)``."""
+    """Unique (pattern, design row, outcome) triples: ``onehot`` ``(U, J, C)`` codes (a missing
+    item is a zero row), ``design`` ``(U, P)``, ``counts`` ``(U,)``, and a continuous
+    outcome's ``outcome`` ``(U,)`` (0 where missing) with ``seen`` ``(U,)`` (1 where observed;
+    all 0 without an outcome)."""
 
     onehot: jax.Array
     design: jax.Array
     counts: jax.Array
+    outcome: jax.Array
+    seen: jax.Array
 
 
 def softmax(eta: np.ndarray) -> np.ndarray:
@@ -57,20 +77,23 @@ def one_hot(codes: np.ndarray, n_categories: int) -> np.ndarray:
 
 
 def make_cells(codes: np.ndarray, matrix: np.ndarray, cardinalities,
-               weights: np.ndarray | None = None) -> tuple[Cells, np.ndarray]:
-    """Cells of the rows ``codes`` ``(N, J)`` with designs ``matrix`` ``(N, P)`` (and row
-    ``weights``, default 1), and each row's cell index."""
-    key = np.concatenate([codes.astype(np.float64), matrix], axis=1)
+               outcome: np.ndarray | None = None) -> tuple[Cells, np.ndarray]:
+    """Cells of the rows ``codes`` ``(N, J)`` with designs ``matrix`` ``(N, P)`` and a
+    continuous ``outcome`` ``(N,)`` (NaN: missing; ``None``: no outcome), and each row's cell
+    index."""
+    n = codes.shape[0]
+    seen = np.zeros(n) if outcome is None else (~np.isnan(outcome)).astype(np.float64)
+    value = np.zeros(n) if outcome is None else np.where(seen > 0, outcome, 0.0)
+    key = np.concatenate([codes.astype(np.float64), matrix, value[:, None], seen[:, None]],
+                         axis=1)
     unique, index, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
-    index = index.reshape(-1)
-    if weights is not None:
-        counts = np.bincount(index, weights=weights, minlength=len(unique))
     j = codes.shape[1]
     cells = Cells(onehot=jnp.asarray(one_hot(unique[:, :j].astype(np.int64),
                                              max(cardinalities))),
-                  design=jnp.asarray(unique[:, j:]),
-                  counts=jnp.asarray(counts, dtype=jnp.float64))
-    return cells, index
+                  design=jnp.asarray(unique[:, j:-2]),
+                  counts=jnp.asarray(counts, dtype=jnp.float64),
+                  outcome=jnp.asarray(unique[:, -2]), seen=jnp.asarray(unique[:, -1]))
+    return cells, index.reshape(-1)
 
 
 def normalise_log_items(u: jax.Array, valid) -> jax.Array:
@@ -85,12 +108,23 @@ def log_prevalence(coef: jax.Array, design: jax.Array) -> jax.Array:
     return jax.nn.log_softmax(design @ coef, axis=-1)
 
 
-def joint_log(log_items: jax.Array, coef: jax.Array, cells: Cells) -> jax.Array:
-    """``(U, K)`` ``ln P(class = r | x_u) + ln p(y_u | class = r)``."""
+def gaussian_log(gauss: tuple[jax.Array, jax.Array], cells: Cells) -> jax.Array:
+    """``(U, K)`` ``ln N(z_u | mu_r, sigma_r^2)`` where ``z_u`` is observed, else 0."""
+    mu, log_sd = gauss
+    z = (cells.outcome[:, None] - mu[None, :]) * jnp.exp(-log_sd)[None, :]
+    density = -0.5 * jnp.log(2 * jnp.pi) - log_sd[None, :] - 0.5 * z * z
+    return cells.seen[:, None] * density
+
+
+def joint_log(log_items: jax.Array, coef: jax.Array, cells: Cells,
+              gauss: tuple[jax.Array, jax.Array] | None = None) -> jax.Array:
+    """``(U, K)`` ``ln P(class = r | x_u) + ln p(y_u, z_u | class = r)``."""
     items = jnp.einsum("ujc,jkc->uk", cells.onehot, log_items)
-    return log_prevalence(coef, cells.design) + items
+    joint = log_prevalence(coef, cells.design) + items
+    return joint if gauss is None else joint + gaussian_log(gauss, cells)
 
 
-def cell_logliks(log_items: jax.Array, coef: jax.Array, cells: Cells) -> jax.Array:
-    """``(U,)`` ``ln p(y_u | x_u)`` (module docstring)."""
-    return logsumexp(joint_log(log_items, coef, cells), axis=-1)
+def cell_logliks(log_items: jax.Array, coef: jax.Array, cells: Cells,
+                 gauss: tuple[jax.Array, jax.Array] | None = None) -> jax.Array:
+    """``(U,)`` ``ln p(y_u, z_u | x_u)`` (module docstring)."""
+    return logsumexp(joint_log(log_items, coef, cells, gauss), axis=-1)

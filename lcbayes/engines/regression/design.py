@@ -109,6 +109,12 @@ class Covariates:
                 "names": list(self.names)}
 
     @classmethod
+    def intercept_only(cls, n_rows: int) -> Covariates:
+        """The design of a model with no covariates (every row kept)."""
+        return cls(columns=(), levels={}, names=(INTERCEPT,), matrix=np.ones((n_rows, 1)),
+                   kept=np.ones(n_rows, dtype=bool))
+
+    @classmethod
     def from_description(cls, spec: Mapping) -> Covariates:
         """A design with no rows from :meth:`to_dict` (enough for :meth:`transform`)."""
         return cls(columns=tuple(spec["columns"]),

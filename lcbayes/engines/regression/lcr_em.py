@@ -10,6 +10,12 @@ step and the log-likelihood never decreases. Iterations run as SQUAREM cycles
 (:mod:`lcbayes.engines.squarem`, extrapolating the log tables and the coefficients) in one
 ``lax.while_loop``; restarts are vmapped (``batch_size``) or mapped.
 
+A continuous distal outcome (:mod:`.cells`) has the weighted-moment M step
+``mu_r = sum_u n_u h_ur z_u / sum_u n_u h_ur`` and ``sigma_r^2`` the weighted variance about
+it (over the cells where ``z`` is observed), floored at :data:`VARIANCE_FLOOR` times the
+outcome's variance: a class that sits on one value would otherwise have an unbounded
+likelihood.
+
 A random start gives every cell Dirichlet(1) class responsibilities and takes one M step from
 them (coefficients: the intercepts of the start's class shares, slopes 0).
 """
@@ -26,21 +32,27 @@ import numpy as np
 from .. import squarem
 from .cells import TINY, Cells, cell_logliks, joint_log, log_prevalence, normalise_log_items
 
-__all__ = ["LCRRuns", "LCRShape", "m_step", "pack", "run_lcr", "unpack"]
+__all__ = ["VARIANCE_FLOOR", "LCRRuns", "LCRShape", "m_step", "pack", "run_lcr", "unpack"]
 
 #: Step lengths tried in the Newton step of the coefficients (0: keep them).
 STEPS = (1.0, 0.5, 0.25, 0.125, 0.0625, 0.0)
+#: Smallest class variance of a continuous outcome, relative to the outcome's variance.
+VARIANCE_FLOOR = 1e-6
+
+Gauss = tuple[jax.Array, jax.Array] | None
 
 
 class LCRShape(NamedTuple):
     """Static sizes: items ``J``, classes ``K``, categories ``C`` (the largest), design ``P``,
-    and the valid-category mask as a tuple of tuples (hashable for ``jit``)."""
+    the valid-category mask as a tuple of tuples (hashable for ``jit``), and whether there is
+    a continuous outcome (``gaussian``)."""
 
     n_items: int
     n_classes: int
     n_categories: int
     n_design: int
     valid: tuple[tuple[bool, ...], ...]
+    gaussian: bool = False
 
     @property
     def mask(self) -> jax.Array:
@@ -61,17 +73,22 @@ class LCRRuns(NamedTuple):
     converged: jax.Array
 
 
-def pack(log_items: jax.Array, coef: jax.Array) -> jax.Array:
-    """Flat state: the log tables, then the free coefficients ``beta_2..K`` (row-major)."""
-    return jnp.concatenate([log_items.ravel(), coef[:, 1:].ravel()])
+def pack(log_items: jax.Array, coef: jax.Array, gauss: Gauss = None) -> jax.Array:
+    """Flat state: the log tables, the free coefficients ``beta_2..K`` (row-major), then a
+    continuous outcome's ``mu`` and ``ln sigma``."""
+    parts = [log_items.ravel(), coef[:, 1:].ravel()]
+    return jnp.concatenate(parts if gauss is None else [*parts, gauss[0], gauss[1]])
 
 
-def unpack(x: jax.Array, shape: LCRShape) -> tuple[jax.Array, jax.Array]:
-    """``(log_items (J, K, C), coef (P, K))`` from :func:`pack`'s vector."""
-    n = shape.n_items_flat
-    log_items = x[:n].reshape(shape.n_items, shape.n_classes, shape.n_categories)
-    free = x[n:].reshape(shape.n_design, shape.n_classes - 1)
-    return log_items, jnp.concatenate([jnp.zeros((shape.n_design, 1), x.dtype), free], axis=1)
+def unpack(x: jax.Array, shape: LCRShape) -> tuple[jax.Array, jax.Array, Gauss]:
+    """``(log_items (J, K, C), coef (P, K), (mu, ln sigma) or None)`` from :func:`pack`'s
+    vector."""
+    n, k = shape.n_items_flat, shape.n_classes
+    log_items = x[:n].reshape(shape.n_items, k, shape.n_categories)
+    m = n + shape.n_design * (k - 1)
+    free = x[n:m].reshape(shape.n_design, k - 1)
+    coef = jnp.concatenate([jnp.zeros((shape.n_design, 1), x.dtype), free], axis=1)
+    return log_items, coef, (x[m:m + k], x[m + k:m + 2 * k]) if shape.gaussian else None
 
 
 def _item_update(weighted: jax.Array, cells: Cells, shape: LCRShape) -> jax.Array:
@@ -112,18 +129,33 @@ def _newton(coef: jax.Array, weighted: jax.Array, cells: Cells) -> jax.Array:
     return candidates[jnp.argmax(values)]
 
 
+def _gauss_update(weighted: jax.Array, cells: Cells, shape: LCRShape) -> Gauss:
+    """Weighted class means and (floored) log standard deviations of the outcome."""
+    if not shape.gaussian:
+        return None
+    w = weighted * cells.seen[:, None]
+    total = jnp.maximum(w.sum(axis=0), TINY)
+    mu = (w * cells.outcome[:, None]).sum(axis=0) / total
+    var = (w * (cells.outcome[:, None] - mu[None, :]) ** 2).sum(axis=0) / total
+    n = cells.counts * cells.seen
+    grand = n @ cells.outcome / jnp.maximum(n.sum(), TINY)
+    spread = n @ (cells.outcome - grand) ** 2 / jnp.maximum(n.sum(), TINY)
+    return mu, 0.5 * jnp.log(jnp.maximum(var, VARIANCE_FLOOR * jnp.maximum(spread, TINY)))
+
+
 def m_step(weighted: jax.Array, coef: jax.Array, cells: Cells, shape: LCRShape):
-    """Item tables and one Newton step of the coefficients from weighted responsibilities."""
-    return _item_update(weighted, cells, shape), _newton(coef, weighted, cells)
+    """Item tables, one Newton step of the coefficients and the outcome's class moments from
+    weighted responsibilities."""
+    return (_item_update(weighted, cells, shape), _newton(coef, weighted, cells),
+            _gauss_update(weighted, cells, shape))
 
 
 def _step(x: jax.Array, cells: Cells, shape: LCRShape):
-    log_items, coef = unpack(x, shape)
-    joint = joint_log(log_items, coef, cells)
+    log_items, coef, gauss = unpack(x, shape)
+    joint = joint_log(log_items, coef, cells, gauss)
     ll = jax.scipy.special.logsumexp(joint, axis=-1)
     weighted = cells.counts[:, None] * jnp.exp(joint - ll[:, None])
-    new_items, new_coef = m_step(weighted, coef, cells, shape)
-    return cells.counts @ ll, pack(new_items, new_coef)
+    return cells.counts @ ll, pack(*m_step(weighted, coef, cells, shape))
 
 
 def _start(key: jax.Array, cells: Cells, shape: LCRShape) -> jax.Array:
@@ -132,7 +164,8 @@ def _start(key: jax.Array, cells: Cells, shape: LCRShape) -> jax.Array:
     shares = weighted.sum(axis=0) / cells.counts.sum()
     coef = jnp.zeros((shape.n_design, shape.n_classes)).at[0].set(
         jnp.log(shares) - jnp.log(shares[0]))
-    return pack(_item_update(weighted, cells, shape), coef)
+    return pack(_item_update(weighted, cells, shape), coef,
+                _gauss_update(weighted, cells, shape))
 
 
 def _from_free(x: jax.Array, shape: LCRShape) -> jax.Array:
@@ -154,8 +187,8 @@ def run_lcr(cells: Cells, shape: LCRShape, keys: jax.Array, init: jax.Array | No
         x, history, n_iter, done = squarem.iterate(
             lambda x: _step(x, cells, shape), x0, lambda x: x,
             lambda x: _from_free(x, shape), tol_total, max_iter, max_iter, accelerate)
-        log_items, coef = unpack(x, shape)
-        return LCRRuns(x, cells.counts @ cell_logliks(log_items, coef, cells), history,
+        log_items, coef, gauss = unpack(x, shape)
+        return LCRRuns(x, cells.counts @ cell_logliks(log_items, coef, cells, gauss), history,
                        n_iter, done)
 
     return squarem.map_restarts(run, starts, batch_size)

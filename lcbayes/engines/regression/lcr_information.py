@@ -13,6 +13,9 @@ The covariance is ``I^+`` (``MASS::ginv``'s pseudo-inverse, :func:`lcbayes.infor
 the coefficients' standard errors are the square roots of its diagonal, the item
 probabilities' and the mean class shares' ``P_r = (1/N) sum_i softmax(x_i' beta)_r`` (poLCA's
 ``P``) come by the delta method. Wald ``z = beta / se`` and two-sided ``p = 2 Phi(-|z|)``.
+A continuous distal outcome adds its class means ``mu_r`` and ``ln sigma_r`` to the free
+parameters; its standard errors are those of ``mu_r`` and (delta method) ``sigma_r``, and the
+means' covariance gives the Wald test of equal means (:mod:`.result`).
 """
 
 from __future__ import annotations
@@ -33,14 +36,17 @@ __all__ = ["RegressionErrors", "regression_errors"]
 class RegressionErrors(NamedTuple):
     """Standard errors: ``coef`` ``(P, K)`` (column 1 zero), ``coef_cov`` the covariance of
     the free coefficients ``(P (K-1), P (K-1))`` (row-major ``(P, K-1)`` order), ``items``
-    ``(J, K, C)``, ``shares`` ``(K,)``, and ``score_statistic`` ``g^T I^+ g`` (about 0 at a
-    maximum)."""
+    ``(J, K, C)``, ``shares`` ``(K,)``, ``score_statistic`` ``g^T I^+ g`` (about 0 at a
+    maximum), and for a continuous outcome ``gauss`` ``(2, K)`` (the means' and standard
+    deviations' standard errors) and ``mean_cov`` ``(K, K)`` (the means' covariance)."""
 
     coef: np.ndarray
     coef_cov: np.ndarray
     items: np.ndarray
     shares: np.ndarray
     score_statistic: float
+    gauss: np.ndarray | None
+    mean_cov: np.ndarray | None
 
 
 def _positions(shape: LCRShape) -> np.ndarray:
@@ -51,23 +57,26 @@ def _positions(shape: LCRShape) -> np.ndarray:
                        for c in range(1, shape.n_categories) if valid[j, c]], dtype=np.int64)
 
 
-def regression_errors(log_items: jax.Array, coef: jax.Array, cells: Cells, shape: LCRShape,
-                      method: Literal["empirical", "observed"] = "empirical"
+def regression_errors(log_items: jax.Array, coef: jax.Array, gauss, cells: Cells,
+                      shape: LCRShape, method: Literal["empirical", "observed"] = "empirical"
                       ) -> RegressionErrors:
-    """Standard errors at ``(log_items, coef)`` (module docstring)."""
+    """Standard errors at ``(log_items, coef, gauss)`` (module docstring)."""
     positions = jnp.asarray(_positions(shape))
     n_items = positions.shape[0]
     k, p = shape.n_classes, shape.n_design
+    n_coef = n_items + p * (k - 1)
     mask = shape.mask
 
     def split(theta):
         u = jnp.zeros(shape.n_items_flat, theta.dtype).at[positions].set(theta[:n_items])
         items = normalise_log_items(u.reshape(shape.n_items, k, shape.n_categories), mask)
-        free = theta[n_items:].reshape(p, k - 1)
-        return items, jnp.concatenate([jnp.zeros((p, 1), theta.dtype), free], axis=1)
+        free = theta[n_items:n_coef].reshape(p, k - 1)
+        g = (theta[n_coef:n_coef + k], theta[n_coef + k:]) if shape.gaussian else None
+        return items, jnp.concatenate([jnp.zeros((p, 1), theta.dtype), free], axis=1), g
 
     def per_cell(theta):
-        return cell_logliks(*split(theta), cells)
+        items, c, g = split(theta)
+        return cell_logliks(items, c, cells, g)
 
     def items_of(theta):
         return jnp.exp(split(theta)[0]).ravel()
@@ -77,7 +86,8 @@ def regression_errors(log_items: jax.Array, coef: jax.Array, cells: Cells, shape
         return cells.counts @ prev / cells.counts.sum()
 
     logratio = (log_items - log_items[:, :, :1]).ravel()[positions]
-    theta = jnp.concatenate([logratio, coef[:, 1:].ravel()])
+    theta = jnp.concatenate([logratio, coef[:, 1:].ravel(),
+                             *(() if gauss is None else (gauss[0], gauss[1]))])
     scores = jax.jacfwd(per_cell)(theta)
     total = cells.counts @ scores
     if method == "empirical":
@@ -91,10 +101,16 @@ def regression_errors(log_items: jax.Array, coef: jax.Array, cells: Cells, shape
         jac = np.asarray(jax.jacfwd(fn)(theta))
         return np.sqrt(np.maximum(np.einsum("ad,de,ae->a", jac, cov, jac), 0.0))
 
-    coef_cov = cov[n_items:, n_items:]
+    coef_cov = cov[n_items:n_coef, n_items:n_coef]
+    gauss_se = mean_cov = None
+    if shape.gaussian:
+        mean_cov = cov[n_coef:n_coef + k, n_coef:n_coef + k]
+        gauss_se = np.stack([np.sqrt(np.maximum(np.diag(mean_cov), 0.0)),
+                             delta(lambda t: jnp.exp(t[n_coef + k:]))])
     coef_se = np.zeros((p, k))
     coef_se[:, 1:] = np.sqrt(np.maximum(np.diag(coef_cov), 0.0)).reshape(p, k - 1)
     items_se = delta(items_of).reshape(shape.n_items, k, shape.n_categories)
     return RegressionErrors(coef=coef_se, coef_cov=coef_cov,
                             items=np.where(np.asarray(mask)[:, None, :], items_se, 0.0),
-                            shares=delta(shares_of), score_statistic=statistic)
+                            shares=delta(shares_of), score_statistic=statistic,
+                            gauss=gauss_se, mean_cov=mean_cov)

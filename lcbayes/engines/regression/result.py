@@ -61,6 +61,11 @@ class RegressionResult(PenalisedScores, EstimateRecord):
         score_statistic: ``g^T I^+ g`` at the estimate (about 0 at a maximum).
         se_method: ``"empirical"`` or ``"observed"`` (``None``: no standard errors).
         seconds, seed, restarts, tol, max_iter: the run.
+        distal: a distal outcome fitted in the same step (a class-dependent variable reported
+            apart from the indicators), or ``None``: ``{"name", "kind": "categorical",
+            "labels", "probabilities" (K, C), "se"}`` or ``{"name", "kind": "continuous",
+            "means" (K,), "sds" (K,), "se": {"means", "sds"}, "mean_cov" (K, K)}``;
+            :meth:`distal_table` tabulates it.
     """
 
     covariates: Covariates
@@ -88,20 +93,31 @@ class RegressionResult(PenalisedScores, EstimateRecord):
     restarts: int
     tol: float
     max_iter: int
+    distal: dict | None = None
 
     # ------------------------------------------------------------------ sizes and scores
-    @property
-    def n_parameters(self) -> int:
-        """``K sum_j (r_j - 1) + P (K - 1)`` (poLCA's ``npar``)."""
-        k = self.structure.n_classes or 1
-        items = sum(self.structure.cardinalities[i] - 1 for i in self.structure.observed_nodes)
-        return k * items + self.coef.shape[0] * (k - 1)
+    def _distal_categories(self) -> int:
+        return len(self.distal["labels"]) if self.distal and "labels" in self.distal else 1
 
     @property
-    def resid_df(self) -> int:
-        """``min(N, prod_j r_j - 1) - n_parameters`` (poLCA's ``resid.df``)."""
+    def n_parameters(self) -> int:
+        """``K sum_j (r_j - 1) + P (K - 1)`` (poLCA's ``npar``), plus ``K (C - 1)`` for a
+        categorical distal outcome or ``2 K`` for a continuous one."""
+        k = self.structure.n_classes or 1
+        items = sum(self.structure.cardinalities[i] - 1 for i in self.structure.observed_nodes)
+        extra = 0 if self.distal is None else (
+            2 if self.distal["kind"] == "continuous" else self._distal_categories() - 1)
+        return k * (items + extra) + self.coef.shape[0] * (k - 1)
+
+    @property
+    def resid_df(self) -> int | None:
+        """``min(N, cells - 1) - n_parameters`` with ``cells = prod_j r_j`` over the
+        indicators (and a categorical distal outcome): poLCA's ``resid.df``; ``None`` with a
+        continuous outcome (no finite table)."""
+        if self.distal is not None and self.distal["kind"] == "continuous":
+            return None
         cells = math.prod(self.structure.cardinalities[i] for i in self.structure.observed_nodes)
-        return min(self.n_used_rows, cells - 1) - self.n_parameters
+        return min(self.n_used_rows, cells * self._distal_categories() - 1) - self.n_parameters
 
     @property
     def estimate(self) -> dict[str, np.ndarray]:
@@ -127,10 +143,42 @@ class RegressionResult(PenalisedScores, EstimateRecord):
         return pd.DataFrame(rows, columns=["class", "term", "estimate", "se", "z", "p",
                                            "odds_ratio"])
 
+    def distal_table(self) -> pd.DataFrame:
+        """The distal outcome by class: for a continuous one ``mean``, ``se``, ``sd``,
+        ``sd_se`` and the Wald test of equal means (``wald``, ``df``, ``p``: the same in every
+        row; ``W = (C mu)' (C V C')^-1 (C mu)``, ``C`` the contrasts with class 1, ``V`` the
+        means' covariance); for a categorical one ``category``, ``probability``, ``se``.
+        Standard errors need ``standard_errors=`` in the fit (else NaN)."""
+        if self.distal is None:
+            raise ValueError("this fit has no distal outcome (em(..., distal=...))")
+        d, k = self.distal, self.coef.shape[1]
+        classes = [f"class {r + 1}" for r in range(k)]
+        if d["kind"] == "categorical":
+            probs = np.asarray(d["probabilities"])
+            se = np.full_like(probs, np.nan) if d["se"] is None else np.asarray(d["se"])
+            return pd.DataFrame([{"class": classes[r], "category": lab,
+                                  "probability": probs[r, c], "se": se[r, c]}
+                                 for r in range(k) for c, lab in enumerate(d["labels"])])
+        means, sds = np.asarray(d["means"]), np.asarray(d["sds"])
+        nan = np.full(k, np.nan)
+        errors = {"means": nan, "sds": nan} if d["se"] is None else d["se"]
+        wald = df = p = math.nan
+        if d.get("mean_cov") is not None and k > 1:
+            contrast = np.concatenate([-np.ones((k - 1, 1)), np.eye(k - 1)], axis=1)
+            diff = contrast @ means
+            v = contrast @ np.asarray(d["mean_cov"]) @ contrast.T
+            wald, df = float(diff @ np.linalg.solve(v, diff)), k - 1
+            p = float(stats.chi2.sf(wald, df))
+        return pd.DataFrame({"class": classes, "mean": means, "se": np.asarray(errors["means"]),
+                             "sd": sds, "sd_se": np.asarray(errors["sds"]), "wald": wald,
+                             "df": df, "p": p})
+
     # ------------------------------------------------------------------ predictions
     def _design(self, covariates) -> np.ndarray:
         if isinstance(covariates, np.ndarray):
             return covariates
+        if covariates is None:
+            raise ValueError(f"covariates: give the columns {list(self.covariates.columns)}")
         return self.covariates.transform(covariates)
 
     def prevalence(self, covariates: pd.DataFrame) -> np.ndarray:
@@ -138,12 +186,14 @@ class RegressionResult(PenalisedScores, EstimateRecord):
         is missing): the membership model alone, no items (poLCA's ``prior``)."""
         return softmax(self._design(covariates) @ self.coef)
 
-    def predict_proba(self, data, covariates: pd.DataFrame) -> np.ndarray:
+    def predict_proba(self, data, covariates: pd.DataFrame | None = None) -> np.ndarray:
         """``(n, K)`` class posteriors ``P(class | y, x)`` of new rows: ``data`` their items
-        (missing items marginalised), ``covariates`` their covariate columns (a row with a
-        missing covariate gets NaN)."""
+        (missing items marginalised; a distal outcome is not used), ``covariates`` their
+        covariate columns (a row with a missing covariate gets NaN; ``None`` for a fit with no
+        covariates)."""
         data = data_for(self.structure, data)
-        matrix = self._design(covariates)
+        matrix = (np.ones((data.n_rows, 1)) if covariates is None and not self.covariates.columns
+                  else self._design(covariates))
         if matrix.shape[0] != data.n_rows:
             raise ValueError(f"covariates has {matrix.shape[0]} rows but data has "
                              f"{data.n_rows}; give one covariate row per data row")
@@ -159,7 +209,7 @@ class RegressionResult(PenalisedScores, EstimateRecord):
     def simulate(self, covariates: pd.DataFrame, *, seed=0) -> pd.DataFrame:
         """Rows drawn from the fitted model given ``covariates`` (one row each; a row with a
         missing covariate is refused): the classes (column named as the class node, numbered
-        from 1) and the items (labels as in the data)."""
+        from 1), the items (labels as in the data) and the distal outcome if any."""
         matrix = self._design(covariates)
         if np.isnan(matrix).any():
             raise ValueError("covariates: a row has a missing covariate; drop it first")
@@ -173,6 +223,15 @@ class RegressionResult(PenalisedScores, EstimateRecord):
             codes = (rng.random((len(prev), 1)) > np.cumsum(table, axis=1)).sum(axis=1)
             out[s.nodes[i]] = np.asarray(s.labels[i], dtype=object)[
                 np.minimum(codes, len(s.labels[i]) - 1)]
+        d = self.distal
+        if d is not None and d["kind"] == "categorical":
+            table = np.asarray(d["probabilities"])[classes]
+            codes = (rng.random((len(prev), 1)) > np.cumsum(table, axis=1)).sum(axis=1)
+            out[d["name"]] = np.asarray(d["labels"], dtype=object)[
+                np.minimum(codes, len(d["labels"]) - 1)]
+        elif d is not None:
+            out[d["name"]] = (np.asarray(d["means"])[classes]
+                              + np.asarray(d["sds"])[classes] * rng.standard_normal(len(prev)))
         return pd.DataFrame(out)
 
     # ------------------------------------------------------------------ tables and text
@@ -191,7 +250,7 @@ class RegressionResult(PenalisedScores, EstimateRecord):
         k = s.n_classes or 1
         table = self.coefficients()
         lines = [f"Latent class regression: {plural(k, 'class', 'classes')}, membership ~ "
-                 f"{' + '.join(self.covariates.columns)} (class 1 the reference)", ""]
+                 f"{' + '.join(self.covariates.columns) or '1'} (class 1 the reference)", ""]
         for label, block in table.groupby("class", sort=False):
             lines.append(f"{label}: log odds of membership")
             lines.append(block.drop(columns="class").to_string(index=False,
@@ -203,12 +262,17 @@ class RegressionResult(PenalisedScores, EstimateRecord):
                       ""]
         errors = None if self.standard_errors is None else self.standard_errors["params"]
         lines += self.estimate_lines(" (mean over the rows)", errors=errors)
+        if self.distal is not None:
+            kind = self.distal["kind"]
+            lines += [f"Distal outcome {self.distal['name']!r} ({kind}), by class",
+                      self.distal_table().to_string(index=False, float_format="{:.5g}".format),
+                      ""]
         dropped = self.n_rows - self.n_used_rows
         lines += [
             f"number of observations: {self.n_used_rows}"
             + (f" ({dropped} left out: a covariate is missing)" if dropped else ""),
             f"number of estimated parameters: {self.n_parameters}",
-            f"residual degrees of freedom: {self.resid_df}",
+            *([] if self.resid_df is None else [f"residual degrees of freedom: {self.resid_df}"]),
             f"maximum log-likelihood: {self.loglik:.6f}",
             f"AIC(poLCA scale): {-2 * self.aic:.6f}",
             f"BIC(poLCA scale): {-2 * self.bic:.6f}",
@@ -246,6 +310,7 @@ class RegressionResult(PenalisedScores, EstimateRecord):
             "se_method": self.se_method, "seconds": self.seconds,
             "seed": self.seed,
             "restarts": self.restarts, "tol": self.tol, "max_iter": self.max_iter,
+            "distal": self.distal,
         })
 
     @classmethod
@@ -278,8 +343,23 @@ class RegressionResult(PenalisedScores, EstimateRecord):
             se_method=spec.get("se_method"), seconds=float(spec["seconds"]),
             seed=seed if isinstance(seed, int) else tuple(seed),
             restarts=int(spec["restarts"]), tol=float(spec["tol"]),
-            max_iter=int(spec["max_iter"]),
+            max_iter=int(spec["max_iter"]), distal=_distal_from_json(spec.get("distal")),
         )
+
+
+def _distal_from_json(spec: dict | None) -> dict | None:
+    """:attr:`RegressionResult.distal` from its JSON form (lists back to arrays)."""
+    if spec is None:
+        return None
+    out = dict(spec)
+    for key in ("probabilities", "means", "sds", "mean_cov"):
+        if out.get(key) is not None:
+            out[key] = np.asarray(out[key], dtype=np.float64)
+    if isinstance(out.get("se"), dict):
+        out["se"] = {k: np.asarray(v, dtype=np.float64) for k, v in out["se"].items()}
+    elif out.get("se") is not None:
+        out["se"] = np.asarray(out["se"], dtype=np.float64)
+    return out
 
 
 def tables_to_params(structure: Structure, shares: np.ndarray, items: np.ndarray
