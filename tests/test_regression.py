@@ -131,13 +131,13 @@ def test_observed_information_close_to_empirical(cheating):
 def test_predict_proba_and_json_round_trip(cheating):
     frame, data, fit = cheating
     kept = frame["GPA"].notna().to_numpy()
-    proba = fit.predict_proba(frame[list(data.columns)], frame[["GPA"]])
+    proba = fit.predict_proba(frame[list(data.columns)], covariates=frame[["GPA"]])
     assert np.isnan(proba[~kept]).all()
     np.testing.assert_allclose(proba[kept], fit.posteriors, atol=1e-10)
     same = lcb.RegressionResult.from_dict(json.loads(json.dumps(fit.to_dict())))
     np.testing.assert_allclose(same.coef, fit.coef)
-    np.testing.assert_allclose(same.predict_proba(frame[list(data.columns)], frame[["GPA"]]),
-                               proba)
+    again = same.predict_proba(frame[list(data.columns)], covariates=frame[["GPA"]])
+    np.testing.assert_allclose(again, proba)
     assert same.summary() == fit.summary()
     assert "GPA" in fit.summary() and "odds_ratio" in fit.summary()
     frame_out = fit.to_frame()

@@ -12,6 +12,9 @@ with ``--json``:
   the run's settings;
 * ``exact``: the exact log evidence ``log_evidence`` (small problems; too large ones exit 2).
 
+``--covariates``, ``--distal``, ``--steps`` and ``--correction``: latent class regression,
+distal outcomes and the three-step approach (:mod:`lcbayes.cli.fit_covariates`).
+
 Options left out keep the engine's defaults (read from its signature, shown in ``--help``); an
 option of another method is refused.
 """
@@ -38,6 +41,8 @@ from .common import (
     read_data,
     structure_file,
 )
+from .fit_covariates import add_arguments as add_covariate_arguments
+from .fit_covariates import run_covariates, uses_covariates
 
 __all__ = ["PROGRESS_RESTARTS", "add_parser", "run"]
 
@@ -115,6 +120,7 @@ def add_parser(sub) -> None:
     fit.add_argument("--devices", type=int, default=None,
                      help="em, vbem: split the data patterns over the first N JAX devices "
                           "(GPUs; default: one device)")
+    add_covariate_arguments(fit)
     fit.add_argument("--json", action="store_true", help="print one JSON object")
     fit.set_defaults(handler=run)
 
@@ -157,6 +163,8 @@ def _ais_settings(result) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if uses_covariates(args):
+        return run_covariates(args)
     start = time.perf_counter()
     _check_options(args)
     data = read_data(args)

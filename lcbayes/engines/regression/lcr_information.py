@@ -20,6 +20,7 @@ means' covariance gives the Wald test of equal means (:mod:`.result`).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Literal, NamedTuple
 
 import jax
@@ -57,19 +58,25 @@ def _positions(shape: LCRShape) -> np.ndarray:
                        for c in range(1, shape.n_categories) if valid[j, c]], dtype=np.int64)
 
 
-def regression_errors(log_items: jax.Array, coef: jax.Array, gauss, cells: Cells,
-                      shape: LCRShape, method: Literal["empirical", "observed"] = "empirical"
-                      ) -> RegressionErrors:
-    """Standard errors at ``(log_items, coef, gauss)`` (module docstring)."""
+def _theta(log_items, coef, gauss, positions) -> jax.Array:
+    """The free parameters at an estimate (module docstring)."""
+    logratio = (log_items - log_items[:, :, :1]).ravel()[positions]
+    return jnp.concatenate([logratio, coef[:, 1:].ravel(),
+                            *(() if gauss is None else (gauss[0], gauss[1]))])
+
+
+@partial(jax.jit, static_argnames=("shape", "method"))
+def _information(log_items, coef, gauss, cells: Cells, shape: LCRShape, method: str):
+    """The information, the total score and the Jacobians of the item probabilities, the mean
+    shares and the outcome's standard deviations with respect to the free parameters."""
     positions = jnp.asarray(_positions(shape))
     n_items = positions.shape[0]
     k, p = shape.n_classes, shape.n_design
     n_coef = n_items + p * (k - 1)
-    mask = shape.mask
 
     def split(theta):
         u = jnp.zeros(shape.n_items_flat, theta.dtype).at[positions].set(theta[:n_items])
-        items = normalise_log_items(u.reshape(shape.n_items, k, shape.n_categories), mask)
+        items = normalise_log_items(u.reshape(shape.n_items, k, shape.n_categories), shape.mask)
         free = theta[n_items:n_coef].reshape(p, k - 1)
         g = (theta[n_coef:n_coef + k], theta[n_coef + k:]) if shape.gaussian else None
         return items, jnp.concatenate([jnp.zeros((p, 1), theta.dtype), free], axis=1), g
@@ -78,39 +85,48 @@ def regression_errors(log_items: jax.Array, coef: jax.Array, gauss, cells: Cells
         items, c, g = split(theta)
         return cell_logliks(items, c, cells, g)
 
-    def items_of(theta):
-        return jnp.exp(split(theta)[0]).ravel()
-
     def shares_of(theta):
         prev = jnp.exp(log_prevalence(split(theta)[1], cells.design))
         return cells.counts @ prev / cells.counts.sum()
 
-    logratio = (log_items - log_items[:, :, :1]).ravel()[positions]
-    theta = jnp.concatenate([logratio, coef[:, 1:].ravel(),
-                             *(() if gauss is None else (gauss[0], gauss[1]))])
+    theta = _theta(log_items, coef, gauss, positions)
     scores = jax.jacfwd(per_cell)(theta)
     total = cells.counts @ scores
     if method == "empirical":
         info = (scores * cells.counts[:, None]).T @ scores
     else:
         info = -jax.hessian(lambda t: cells.counts @ per_cell(t))(theta)
-    cov = ginv(np.asarray(info))
-    statistic = float(np.asarray(total) @ cov @ np.asarray(total))
+    jac_items = jax.jacfwd(lambda t: jnp.exp(split(t)[0]).ravel())(theta)
+    jac_shares = jax.jacfwd(shares_of)(theta)
+    jac_sds = jax.jacfwd(lambda t: jnp.exp(t[n_coef + k:]))(theta) if shape.gaussian else None
+    return info, total, jac_items, jac_shares, jac_sds
 
-    def delta(fn):
-        jac = np.asarray(jax.jacfwd(fn)(theta))
+
+def regression_errors(log_items: jax.Array, coef: jax.Array, gauss, cells: Cells,
+                      shape: LCRShape, method: Literal["empirical", "observed"] = "empirical"
+                      ) -> RegressionErrors:
+    """Standard errors at ``(log_items, coef, gauss)`` (module docstring)."""
+    k, p = shape.n_classes, shape.n_design
+    n_items = len(_positions(shape))
+    n_coef = n_items + p * (k - 1)
+    info, total, jac_items, jac_shares, jac_sds = (
+        None if a is None else np.asarray(a)
+        for a in _information(log_items, coef, gauss, cells, shape, method))
+    cov = ginv(info)
+    statistic = float(total @ cov @ total)
+
+    def delta(jac):
         return np.sqrt(np.maximum(np.einsum("ad,de,ae->a", jac, cov, jac), 0.0))
 
     coef_cov = cov[n_items:n_coef, n_items:n_coef]
     gauss_se = mean_cov = None
     if shape.gaussian:
         mean_cov = cov[n_coef:n_coef + k, n_coef:n_coef + k]
-        gauss_se = np.stack([np.sqrt(np.maximum(np.diag(mean_cov), 0.0)),
-                             delta(lambda t: jnp.exp(t[n_coef + k:]))])
+        gauss_se = np.stack([np.sqrt(np.maximum(np.diag(mean_cov), 0.0)), delta(jac_sds)])
     coef_se = np.zeros((p, k))
     coef_se[:, 1:] = np.sqrt(np.maximum(np.diag(coef_cov), 0.0)).reshape(p, k - 1)
-    items_se = delta(items_of).reshape(shape.n_items, k, shape.n_categories)
+    items_se = delta(jac_items).reshape(shape.n_items, k, shape.n_categories)
     return RegressionErrors(coef=coef_se, coef_cov=coef_cov,
-                            items=np.where(np.asarray(mask)[:, None, :], items_se, 0.0),
-                            shares=delta(shares_of), score_statistic=statistic,
+                            items=np.where(np.asarray(shape.valid)[:, None, :], items_se, 0.0),
+                            shares=delta(jac_shares), score_statistic=statistic,
                             gauss=gauss_se, mean_cov=mean_cov)

@@ -13,7 +13,7 @@ Example::
                  standard_errors="empirical")
     print(fit.summary())
     fit.coefficients()                         # the coefficient table as a DataFrame
-    fit.predict_proba(new_rows, new_rows[["GPA"]])
+    fit.predict_proba(new_rows, covariates=new_rows[["GPA"]])
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ class RegressionResult(PenalisedScores, EstimateRecord):
         is missing): the membership model alone, no items (poLCA's ``prior``)."""
         return softmax(self._design(covariates) @ self.coef)
 
-    def predict_proba(self, data, covariates: pd.DataFrame | None = None) -> np.ndarray:
+    def predict_proba(self, data, *, covariates: pd.DataFrame | None = None) -> np.ndarray:
         """``(n, K)`` class posteriors ``P(class | y, x)`` of new rows: ``data`` their items
         (missing items marginalised; a distal outcome is not used), ``covariates`` their
         covariate columns (a row with a missing covariate gets NaN; ``None`` for a fit with no
