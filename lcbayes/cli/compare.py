@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..comparison import compare, default_methods, selectable_methods
 from ..comparison.table import ComparisonResult
 from ..constructors import latent_class
+from ..data import Dataset
 from .common import (
     UsageError,
     add_data_arguments,
@@ -30,6 +31,7 @@ from .common import (
     read_data,
     structure_file,
 )
+from .fit_covariates import read_columns
 
 __all__ = ["add_parser", "parse_classes", "run", "write_reports"]
 
@@ -73,6 +75,12 @@ def add_parser(sub) -> None:
     cmp.add_argument("--wide", action="store_true",
                      help="print every score column (default: the essential columns, within "
                           "100 characters a line)")
+    cmp.add_argument("--covariates", default=None, metavar="X1[,X2]",
+                     help="also ask whether these columns matter for class membership (latent "
+                          "class regression against no covariates for every K: likelihood "
+                          "ratio, BIC); they are not indicators")
+    cmp.add_argument("--distal", default=None, metavar="Y",
+                     help="also ask whether this outcome differs by class (one step)")
     cmp.add_argument("--json", action="store_true",
                      help="print one JSON object {rows, metadata}; no progress bars")
     cmp.set_defaults(handler=run)
@@ -121,7 +129,17 @@ def run(args: argparse.Namespace) -> int:
     ks = parse_classes(args.n_classes) if args.n_classes is not None else []
     check_output(args.report, "--report")
     check_output(args.markdown, "--markdown")
-    data = read_data(args)
+    extra: dict[str, Any] = {}
+    if args.covariates is not None or args.distal is not None:
+        if args.structure:
+            raise UsageError("--covariates and --distal need latent class candidates "
+                             "(--n-classes), not --structure")
+        frame, covariates, items = read_columns(args)
+        data = Dataset.from_pandas(frame[items], max_categories=args.max_categories)
+        extra = {"covariates": frame[covariates] if covariates else None,
+                 "distal": None if args.distal is None else frame[args.distal]}
+    else:
+        data = read_data(args)
     candidates = {f"LC({k})": latent_class(data, k) for k in ks}
     for path in args.structure:
         name = Path(path).stem
@@ -133,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
                    progress=not args.json, engine_options=parse_engine_options(
                        args.engine_option), **engine_options(
                        args, restarts="restarts", time_limit="time_limit"),
-                   **executor_options(args))
+                   **executor_options(args), **extra)
     written = write_reports(comp, args.report, args.markdown, data_name=Path(args.data).name)
     if args.json:
         print(json.dumps(comp.summary_dict()))

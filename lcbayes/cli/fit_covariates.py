@@ -83,8 +83,9 @@ def _check(args: argparse.Namespace) -> None:
                              "or --distal")
 
 
-def _frame(args: argparse.Namespace) -> tuple[pd.DataFrame, list[str], list[str]]:
-    """The table, the covariate columns and the indicator columns."""
+def read_columns(args: argparse.Namespace) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """The table of ``args.data``, its ``--covariates`` columns and its indicator columns
+    (``--columns``, else those that are neither covariates nor ``--distal``)."""
     frame = read_table(args.data, encoding=args.encoding, sep=args.sep,
                        allow_ragged=args.allow_ragged)
     frame.columns = [str(c) for c in frame.columns]
@@ -104,7 +105,7 @@ def run_covariates(args: argparse.Namespace) -> int:
     """``fit`` with covariates or a distal outcome (module docstring)."""
     start = time.perf_counter()
     _check(args)
-    frame, covariates, items = _frame(args)
+    frame, covariates, items = read_columns(args)
     data = Dataset.from_pandas(frame[items], max_categories=args.max_categories)
     structure = latent_class(data, args.n_classes)
     options = {"restarts": args.restarts, "tol": args.tol, "max_iter": args.max_iter}

@@ -327,7 +327,8 @@ def _elbow_figure(frame: pd.DataFrame) -> Figure | None:
 def figures(comp: ComparisonResult) -> dict[str, Figure]:
     """The report's figures: ``scores``, ``elbow`` (latent class candidates), ``posterior``,
     ``class_profiles`` (a chosen latent
-    class model with an EM or VB fit) and, when AIS ran, ``ais_traces`` and ``ais_acceptance``
+    class model with an EM or VB fit), when AIS ran, ``ais_traces`` and ``ais_acceptance``,
+    and with covariates ``membership`` and ``distal`` (:mod:`.covariate_effects`)
     (matplotlib :class:`~matplotlib.figure.Figure` objects, no pyplot)."""
     frame = comp.to_frame()
     out = {"scores": _scores_figure(comp, frame)}
@@ -340,6 +341,8 @@ def figures(comp: ComparisonResult) -> dict[str, Figure]:
     if any(r is not None for r in comp.ais):
         out["ais_traces"] = _ais_figure(comp, frame)
         out["ais_acceptance"] = _acceptance_figure(comp, frame)
+    if comp.covariate_effects is not None:
+        out.update(comp.covariate_effects.figures())
     return out
 
 
@@ -372,4 +375,9 @@ CAPTIONS = {
                   "at tau = 1 is what the standard error and ESS summarise.",
     "ais_acceptance": "Metropolis-Hastings acceptance rate in each quarter of the annealing "
                       "schedule (Beal & Ghahramani Fig. 6c).",
+    "membership": "Class membership probabilities P(class | x) against the first covariate "
+                  "(the others at their means or reference levels), from the latent class "
+                  "regression with the best BIC.",
+    "distal": "The distal outcome by class: means with 95% intervals (a continuous outcome) "
+              "or the class-conditional distribution (a categorical one).",
 }

@@ -203,6 +203,8 @@ def text_table(comp: ComparisonResult, wide: bool = False) -> str:
     lines += ["", *wrap(headline(comp))]
     for note in comp.notes():
         lines += wrap(f"Note: {note}")
+    if comp.covariate_effects is not None:
+        lines += ["", comp.covariate_effects.text()]
     return "\n".join(line.rstrip() for line in lines)
 
 
@@ -317,6 +319,12 @@ def write_html(comp: ComparisonResult, path: str | Path, title: str | None = Non
     parts += ["<h2>Scores</h2>", _html_table(comp, frame, _score_columns(comp)),
               "<h2>Evidence and posterior model probabilities</h2>",
               _html_table(comp, frame, _evidence_columns()), _flags_html(frame)]
+    effects = comp.covariate_effects
+    if effects is not None:
+        parts += ["<h2>Covariates and distal outcome</h2>", text_html(effects.text()),
+                  *(f"<h3>LC({f.coef.shape[1]}): coefficients</h3>"
+                    + _plain_table(f.coefficients()) for f in effects.fits
+                    if f.coef.shape[1] > 1 and effects.covariates.columns)]
     notes = {n: note for n, note in zip(comp.names, comp.exact_notes, strict=True) if note}
     if notes and comp.settings.get("exact") is not False:
         parts.append("<p class='note'>No exact evidence for " + "; ".join(
@@ -365,6 +373,9 @@ def markdown(comp: ComparisonResult, path: str | Path | None = None, title: str 
                             _cells(comp, frame, cols, lambda t: f"**{t}**")), ""]
     items = _flag_items(frame)
     lines += ["## Flags", "", *([f"* {item}" for item in items] or ["None."]), ""]
+    if comp.covariate_effects is not None:
+        lines += ["## Covariates and distal outcome", "", "```",
+                  comp.covariate_effects.text(), "```", ""]
     if path is not None:
         path = Path(path)
         lines += ["## Figures", ""]

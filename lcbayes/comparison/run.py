@@ -37,6 +37,7 @@ from ..validation import Seed, as_dataset, check_int, check_positive, check_seed
 from . import registry
 from .candidates import candidates as candidate_list
 from .candidates import check_methods
+from .covariate_effects import covariate_effects, split_columns
 from .engine_options import resolve as resolve_options
 from .table import ComparisonResult
 
@@ -181,6 +182,8 @@ def compare(
     workers: int | None = None,
     executor: Literal["serial", "dask"] | Executor | None = None,
     scheduler: str | None = None,
+    covariates: Sequence[str] | pd.DataFrame | None = None,
+    distal: str | pd.Series | None = None,
 ) -> ComparisonResult:
     """Score every candidate structure by every requested method.
 
@@ -228,10 +231,21 @@ def compare(
             one candidate per task on a Dask cluster: ``scheduler="tcp://host:8786"`` joins a
             running one, else a ``LocalCluster`` is started for the call. The data is sent to
             every worker once; the table is the same as here, number for number.
+        covariates: also ask whether these covariates matter for class membership
+            (:mod:`lcbayes.comparison.covariate_effects`): for every latent class candidate,
+            the latent class regression against the same model without them (likelihood ratio,
+            BIC, and the Bayes factor with its standard error), on the rows that have every
+            covariate; column names of a DataFrame ``data`` (they are then not indicators), or
+            a DataFrame of covariate columns with one row per data row.
+        distal: also ask whether this outcome differs by class (one step, as
+            ``lcb.em(distal=...)``): a column name of a DataFrame ``data`` or a Series.
 
     Returns:
         A :class:`~lcbayes.ComparisonResult`; ``.to_frame()`` is the table.
     """
+    frame = None
+    if covariates is not None or distal is not None:
+        data, frame, covariates, distal = split_columns(data, covariates, distal)
     if isinstance(data, pd.DataFrame):
         data = as_dataset(data)
     if not isinstance(data, Dataset):
@@ -245,6 +259,8 @@ def compare(
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
     names, structures = candidate_list(data, candidates, n_classes)
+    if frame is not None and any(st.kind != "latent_class" for st in structures):
+        raise LcbayesError("covariates and distal need latent class candidates (n_classes=...)")
     data = structures[0].check_data(data)
     needed = _needed(methods, exact)
     options = resolve_options(engine_options, needed)
@@ -281,10 +297,19 @@ def compare(
     used = seed_record(seed)
     seeds = {"em": used, "vbem": used, "smc": used, "ais": used, "posterior": used,
              "effective_dimension": 0}
+    effects = None
+    if frame is not None:
+        ks = [int(st.n_classes or 1) for st in structures]
+        begun = time.perf_counter()
+        effects = covariate_effects(data, frame, covariates or [], ks, distal=distal, seed=seed,
+                                    restarts=restarts)
+        seconds["covariates"] = time.perf_counter() - begun
+        seconds["total"] = time.perf_counter() - started
     return ComparisonResult(
         names=tuple(names), structures=tuple(structures), methods=methods,
         fits={k: tuple(v) for k, v in fits.items()}, exact_notes=tuple(notes), data=data,
-        settings=record, seeds=seeds, seconds=seconds, versions=versions())
+        settings=record, seeds=seeds, seconds=seconds, versions=versions(),
+        covariate_effects=effects)
 
 
 def _jsonable(options: dict[str, dict]) -> dict[str, dict]:

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -46,6 +47,9 @@ from . import registry
 from .evidence import choose_evidence, posterior_probabilities
 from .needs import CandidateFits
 from .table_json import comparison_from_dict, comparison_to_dict, metadata, summary_dict
+
+if TYPE_CHECKING:
+    from .covariate_effects import CovariateEffects
 
 __all__ = ["ComparisonResult"]
 
@@ -74,6 +78,9 @@ class ComparisonResult:
         seeds: the seed of every random step.
         seconds: wall time per engine run (summed over candidates) and in total.
         versions: package versions, Python, platform and JAX backend.
+        covariate_effects: with ``compare(covariates=..., distal=...)``, whether the covariates
+            matter and the outcome differs by class, per K
+            (:class:`~lcbayes.comparison.covariate_effects.CovariateEffects`).
 
     :meth:`to_frame` gives the table; :meth:`to_dict` its JSON form; :meth:`to_html` and
     :meth:`to_markdown` write reports (:mod:`lcbayes.comparison.report`).
@@ -89,6 +96,7 @@ class ComparisonResult:
     seeds: dict = field(compare=False)
     seconds: dict = field(compare=False)
     versions: dict = field(compare=False)
+    covariate_effects: CovariateEffects | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ engine results
     def _results(self, need: str) -> tuple:

@@ -54,13 +54,18 @@ def metadata(comp: ComparisonResult) -> dict:
 
 def summary_dict(comp: ComparisonResult) -> dict:
     """``{"rows": [one JSON-ready object per candidate], "metadata": {...}}``: NaN and
-    missing values are ``None``, ``flags`` a list of names."""
+    missing values are ``None``, ``flags`` a list of names; with covariates also
+    ``"covariate_effects"``: one object per number of classes (its table)."""
     rows = []
     for record in comp.to_frame().to_dict(orient="records"):
         row = {k: json_value(v) for k, v in record.items()}
         row["flags"] = [f for f in record["flags"].split(",") if f]
         rows.append(row)
-    return {"rows": rows, "metadata": json_value(metadata(comp))}
+    out = {"rows": rows, "metadata": json_value(metadata(comp))}
+    if comp.covariate_effects is not None:
+        out["covariate_effects"] = json_value(
+            comp.covariate_effects.to_frame().to_dict(orient="records"))
+    return out
 
 
 def dataset_to_dict(data: Dataset) -> dict:
@@ -103,10 +108,13 @@ def _fit_from_json(spec):
 def comparison_to_dict(comp: ComparisonResult) -> dict:
     """:func:`summary_dict` with every engine result (``fits``, one per candidate, ``None``
     where it did not run) and the data compared on."""
-    return {**summary_dict(comp),
-            "fits": {need: [_fit_to_json(r) for r in results]
-                     for need, results in comp.fits.items()},
-            "data": dataset_to_dict(comp.data)}
+    out = {**summary_dict(comp),
+           "fits": {need: [_fit_to_json(r) for r in results]
+                    for need, results in comp.fits.items()},
+           "data": dataset_to_dict(comp.data)}
+    if comp.covariate_effects is not None:
+        out["covariate_effects"] = comp.covariate_effects.to_dict()
+    return out
 
 
 def comparison_from_dict(cls: type[ComparisonResult], spec: dict) -> ComparisonResult:
@@ -123,4 +131,14 @@ def comparison_from_dict(cls: type[ComparisonResult], spec: dict) -> ComparisonR
         exact_notes=tuple(meta["exact_notes"].get(n) for n in names),
         data=dataset_from_dict(spec["data"]), settings=dict(meta["settings"]),
         seeds={k: tuple(v) if isinstance(v, list) else v for k, v in meta["seeds"].items()},
-        seconds=dict(meta["seconds"]), versions=dict(meta["versions"]))
+        seconds=dict(meta["seconds"]), versions=dict(meta["versions"]),
+        covariate_effects=_effects_from_json(spec.get("covariate_effects")))
+
+
+def _effects_from_json(spec: dict | None):
+    """The covariate part of a comparison from its JSON form."""
+    if spec is None:
+        return None
+    from .covariate_effects import CovariateEffects
+
+    return CovariateEffects.from_dict(spec)

@@ -109,20 +109,22 @@ def regression_errors(log_items: jax.Array, coef: jax.Array, gauss, cells: Cells
     k, p = shape.n_classes, shape.n_design
     n_items = len(_positions(shape))
     n_coef = n_items + p * (k - 1)
-    info, total, jac_items, jac_shares, jac_sds = (
-        None if a is None else np.asarray(a)
-        for a in _information(log_items, coef, gauss, cells, shape, method))
-    cov = ginv(info)
+    info, total, jac_items, jac_shares, jac_sds = _information(log_items, coef, gauss, cells,
+                                                               shape, method)
+    total = np.asarray(total)
+    cov = ginv(np.asarray(info))
     statistic = float(total @ cov @ total)
 
     def delta(jac):
+        jac = np.asarray(jac)
         return np.sqrt(np.maximum(np.einsum("ad,de,ae->a", jac, cov, jac), 0.0))
 
     coef_cov = cov[n_items:n_coef, n_items:n_coef]
     gauss_se = mean_cov = None
     if shape.gaussian:
         mean_cov = cov[n_coef:n_coef + k, n_coef:n_coef + k]
-        gauss_se = np.stack([np.sqrt(np.maximum(np.diag(mean_cov), 0.0)), delta(jac_sds)])
+        gauss_se = np.stack([np.sqrt(np.maximum(np.diag(mean_cov), 0.0)),
+                             delta(np.asarray(jac_sds))])
     coef_se = np.zeros((p, k))
     coef_se[:, 1:] = np.sqrt(np.maximum(np.diag(coef_cov), 0.0)).reshape(p, k - 1)
     items_se = delta(jac_items).reshape(shape.n_items, k, shape.n_categories)

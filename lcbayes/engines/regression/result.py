@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ...encoding import MISSING
 from ...params import from_tables
@@ -128,6 +127,8 @@ class RegressionResult(PenalisedScores, EstimateRecord):
         """The coefficient table: one row per class ``2..K`` and design column, with
         ``estimate``, ``se``, ``z``, ``p`` (two-sided Wald) and ``odds_ratio`` ``exp(beta)``
         (the odds of that class against class 1 per unit of the covariate)."""
+        from scipy import stats  # on use: printing a result needs no SciPy
+
         k = self.coef.shape[1]
         rows = []
         for r in range(1, k):
@@ -168,6 +169,8 @@ class RegressionResult(PenalisedScores, EstimateRecord):
             diff = contrast @ means
             v = contrast @ np.asarray(d["mean_cov"]) @ contrast.T
             wald, df = float(diff @ np.linalg.solve(v, diff)), k - 1
+            from scipy import stats
+
             p = float(stats.chi2.sf(wald, df))
         return pd.DataFrame({"class": classes, "mean": means, "se": np.asarray(errors["means"]),
                              "sd": sds, "sd_se": np.asarray(errors["sds"]), "wald": wald,
