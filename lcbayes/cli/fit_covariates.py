@@ -117,7 +117,8 @@ def run_covariates(args: argparse.Namespace) -> int:
         from ..engines.regression.three_step import three_step
         result = three_step(structure, data,
                             covariates=frame[covariates] if covariates else None,
-                            distal=outcome, seed=args.seed,
+                            distal=outcome, distal_type=args.distal_type or "auto",
+                            seed=args.seed,
                             assignment=args.assignment or default(three_step, "assignment"),
                             correction=args.correction or default(three_step, "correction"),
                             **options)
