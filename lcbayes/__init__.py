@@ -47,6 +47,8 @@ API: dict[str, str] = {
     "RegressionResult": "lcbayes.engines.regression",
     "Covariates": "lcbayes.engines.regression",
     "covariate_design": "lcbayes.engines.regression",
+    "three_step": "lcbayes.engines.regression.three_step",
+    "ThreeStepResult": "lcbayes.engines.regression.three_step_result",
     "vbem": "lcbayes.engines.vbem",
     "VBResult": "lcbayes.engines.vbem",
     "bound_terms": "lcbayes.engines.vbem",
