@@ -78,13 +78,11 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Literal, NamedTuple
+from typing import Literal
 
 import jax.numpy as jnp
 import numpy as np
-import pandas as pd
 
-from ...encoding import encode_column
 from ...errors import ArgumentError, ConvergenceWarning, DataError
 from ...render import json_value
 from ...structure import Structure
@@ -92,8 +90,8 @@ from ...validation import Seed, check_choice, check_int, check_positive, fit_dat
 from ..em import em
 from ..run_record import start_engine
 from .cells import TINY, one_hot, softmax, valid_mask
-from .design import MAX_LEVELS, Covariates
-from .fit import resolve_covariates
+from .design import Covariates
+from .fit import Distal, DistalType, resolve_covariates, resolve_distal
 from .three_step_estimation import (
     MAX_CONDITION,
     Layout,
@@ -112,62 +110,25 @@ ASSIGNMENTS = ("modal", "proportional")
 CORRECTIONS = ("none", "bch", "ml")
 
 
-class Outcome(NamedTuple):
-    """A distal outcome: its column, kind, values (floats, NaN missing; or codes, -1
-    missing) and a categorical outcome's labels."""
+def _outcome(structure: Structure, frame, distal, n_rows: int, distal_type: DistalType,
+             covariates: Covariates | None) -> Distal:
+    """The distal outcome (:func:`.fit.resolve_distal`: a column name of a DataFrame
+    ``frame``, a Series or a one-column DataFrame), not a covariate, with two values at
+    least."""
+    outcome = resolve_distal(structure, frame, distal, n_rows, distal_type)
+    if covariates is not None and outcome.name in covariates.columns:
+        raise ArgumentError(f"distal {outcome.name!r} is also a covariate; a column is one or "
+                            "the other")
+    seen = outcome.values[_seen(outcome)]
+    if np.unique(seen).size < 2:
+        raise DataError(f"distal {outcome.name!r} has fewer than two distinct values")
+    return outcome
 
-    name: str
-    kind: str
-    values: np.ndarray
-    labels: tuple
 
-    @property
-    def seen(self) -> np.ndarray:
-        return ~np.isnan(self.values) if self.kind == "continuous" else self.values >= 0
-
-
-def _outcome(structure: Structure, frame, distal, n_rows: int, distal_type: str,
-             covariates: Covariates | None) -> Outcome:
-    """The distal outcome: a column name of a DataFrame ``frame``, a Series or a one-column
-    DataFrame; numbers are continuous, text, booleans and ``Categorical`` categorical
-    (``distal_type="auto"``)."""
-    if isinstance(distal, str):
-        if not isinstance(frame, pd.DataFrame) or distal not in frame.columns:
-            raise DataError(f"distal {distal!r} is not a column of data; pass distal=<a Series "
-                            "or one-column DataFrame> or a column name of a DataFrame data")
-        series = frame[distal]
-    elif isinstance(distal, pd.Series):
-        series = distal
-    elif isinstance(distal, pd.DataFrame) and distal.shape[1] == 1:
-        series = distal.iloc[:, 0]
-    else:
-        raise ArgumentError("distal must be one column: a column name of data, a Series or a "
-                            f"one-column DataFrame; got {type(distal).__name__}")
-    name = str(series.name)
-    if name in structure.observed_names:
-        raise DataError(f"distal {name!r} is also an indicator of the model; a column is one "
-                        "or the other (leave it out of the items or pick another outcome)")
-    if covariates is not None and name in covariates.columns:
-        raise ArgumentError(f"distal {name!r} is also a covariate; a column is one or the other")
-    if len(series) != n_rows:
-        raise DataError(f"distal has {len(series)} rows but data has {n_rows}; give one "
-                        "outcome value per data row, in order")
-    numeric = (pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
-               and not isinstance(series.dtype, pd.CategoricalDtype))
-    if distal_type == "continuous" or (distal_type == "auto" and numeric):
-        if not numeric:
-            raise DataError(f"distal {name!r} is not numeric, so it cannot be continuous")
-        values = series.to_numpy(dtype=np.float64, na_value=np.nan)
-        if np.isinf(values).any():
-            raise DataError(f"distal {name!r} has an infinite value")
-        if np.unique(values[~np.isnan(values)]).size < 2:
-            raise DataError(f"distal {name!r} has fewer than two distinct values")
-        return Outcome(name, "continuous", values, ())
-    codes, labels = encode_column(series, name, MAX_LEVELS)
-    if len(labels) < 2:
-        raise DataError(f"distal {name!r} has fewer than two categories")
-    return Outcome(name, "categorical", codes.astype(np.int64),
-                   tuple(json_value(v) for v in labels))
+def _seen(outcome: Distal) -> np.ndarray:
+    """Rows whose outcome is observed."""
+    return (~np.isnan(outcome.values) if outcome.kind == "continuous"
+            else outcome.values >= 0)
 
 
 def _step1_parameters(structure: Structure, params) -> tuple[np.ndarray, np.ndarray]:
@@ -192,7 +153,7 @@ def _padded(values: np.ndarray, n_pad: int) -> jnp.ndarray:
 
 
 def _rows(structure: Structure, codes: np.ndarray, positions: np.ndarray, design: np.ndarray,
-          outcome: Outcome | None, kept: np.ndarray) -> Rows:
+          outcome: Distal | None, kept: np.ndarray) -> Rows:
     """The rows used (``codes``, ``design`` and the outcome's ``kept`` rows), padded to a
     power of two (at least 64) with rows of weight 0; ``assigned`` is filled in later."""
     n = codes.shape[0]
@@ -217,7 +178,7 @@ def three_step(
     *,
     covariates=None,
     distal=None,
-    distal_type: Literal["auto", "categorical", "continuous"] = "auto",
+    distal_type: DistalType = "auto",
     assignment: Literal["modal", "proportional"] = "modal",
     correction: Literal["none", "bch", "ml"] = "ml",
     standard_errors: Literal["corrected", "step3"] | None = "corrected",
@@ -290,7 +251,7 @@ def three_step(
                else _outcome(structure, frame, distal, data.n_rows, distal_type, cov))
     kept = np.ones(data.n_rows, dtype=bool) if cov is None else cov.kept.copy()
     if outcome is not None:
-        kept &= outcome.seen
+        kept &= _seen(outcome)
     n_used = int(kept.sum())
     if n_used < data.n_rows:
         what = " or ".join(([] if cov is None else [f"a covariate among {list(cov.columns)}"])
@@ -347,7 +308,7 @@ def three_step(
         distal=None if outcome is None else outcome.name,
         distal_type=None if outcome is None else outcome.kind,
         distal_labels=None if outcome is None or outcome.kind == "continuous"
-        else outcome.labels,
+        else tuple(json_value(v) for v in outcome.labels),
         assignment=assignment, correction=correction, se_method=standard_errors,
         classification_matrix=d, classification_error=error, coef=coef,
         distal_estimate=distal_estimate(rho[nb:], layout), covariance=cov_matrix,
