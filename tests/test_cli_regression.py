@@ -66,3 +66,15 @@ def test_fit_covariates_bad_input_is_one_line_exit_2(capsys, cheating_csv, argv,
     assert status == 2
     errors = [line for line in err.splitlines() if line.startswith("lcbayes: error")]
     assert len(errors) == 1 and message in errors[0]
+
+
+def test_fit_three_step_bch(capsys, cheating_csv):
+    """``--steps 3 --correction bch``: the converged BCH estimate for GPA (StepMix 3.0.0 with
+    its structural step run to convergence gives -0.714; benchmarks/bench_three_step.py)."""
+    status, out, _ = _run(capsys, "fit", cheating_csv, "--n-classes", "2", "--covariates",
+                          "GPA", "--steps", "3", "--correction", "bch", "--json")
+    assert status == 0
+    spec = json.loads(out)
+    gpa = next(row for row in spec["coefficients"] if row["term"] == "GPA")
+    assert gpa["estimate"] == pytest.approx(-0.714, abs=2e-3)
+    assert lcb.ThreeStepResult.from_dict(spec).coefficients().shape[0] == 2

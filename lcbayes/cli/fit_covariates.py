@@ -23,6 +23,7 @@ from ..constructors import latent_class
 from ..csvfile import read_table
 from ..data import Dataset
 from ..engines.em import em
+from ..render import json_value
 from .common import UsageError, default
 
 __all__ = ["add_arguments", "run_covariates", "uses_covariates"]
@@ -128,6 +129,7 @@ def run_covariates(args: argparse.Namespace) -> int:
                     standard_errors=se, **options)
     if args.json:
         out = result.to_dict()
+        out.setdefault("coefficients", json_value(result.coefficients().to_dict(orient="records")))
         out["seconds"] = time.perf_counter() - start
         print(json.dumps(out))
     else:
