@@ -36,6 +36,11 @@ def test_covariate_table_equals_polca(comparison):
     one = table[table.n_classes == 1].iloc[0]
     assert one.lr == pytest.approx(0.0, abs=1e-9) and one.df == 0
     assert comparison.covariate_effects.n_dropped == 4
+    # the Bayes factor for GPA with its error bar (lcb.covariate_evidence, prior scale 2.5:
+    # 5.56 +- 0.03, reports/covariate-bayes.md)
+    assert two.log_bayes_factor == pytest.approx(5.56, abs=0.2)
+    assert 0 < two.log_bayes_factor_stderr < 0.3
+    assert "log_bayes_factor" not in one or np.isnan(one.log_bayes_factor)
     # the indicators of the main table are the four items, GPA is not one of them
     assert comparison.data.columns == ("LIEEXAM", "LIEPAPER", "FRAUD", "COPYEXAM")
 
@@ -64,9 +69,9 @@ def test_distal_outcome_differs_by_class():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         differs = lcb.compare(frame.drop(columns="W"), n_classes=[2], distal="Z",
-                              methods="bic", exact=False)
+                              methods="bic", exact=False, bayes_factors=False)
         same = lcb.compare(frame.drop(columns="Z"), n_classes=[2], distal="W",
-                           methods="bic", exact=False)
+                           methods="bic", exact=False, bayes_factors=False)
     row = differs.covariate_effects.to_frame().iloc[0]
     assert row.df_distal == 2 and row.p_distal < 1e-6
     assert same.covariate_effects.to_frame().iloc[0].p_distal > 0.001
@@ -77,7 +82,7 @@ def test_cli_compare_covariates(capsys, tmp_path):
     path = tmp_path / "cheating.csv"
     lcb.datasets.frame("cheating").to_csv(path, index=False)
     status = main(["compare", str(path), "--n-classes", "1-2", "--covariates", "GPA",
-                   "--methods", "bic", "--exact", "no", "--json"])
+                   "--methods", "bic", "--exact", "no", "--bayes-factors", "no", "--json"])
     out, _ = capsys.readouterr()
     assert status == 0
     rows = json.loads(out)["covariate_effects"]

@@ -81,6 +81,9 @@ def add_parser(sub) -> None:
                           "ratio, BIC); they are not indicators")
     cmp.add_argument("--distal", default=None, metavar="Y",
                      help="also ask whether this outcome differs by class (one step)")
+    cmp.add_argument("--bayes-factors", default="yes", choices=["yes", "no"],
+                     help="with --covariates or --distal: their log Bayes factors with error "
+                          "bars for every K >= 2 (NUTS and bridge sampling; default yes)")
     cmp.add_argument("--json", action="store_true",
                      help="print one JSON object {rows, metadata}; no progress bars")
     cmp.set_defaults(handler=run)
@@ -137,7 +140,8 @@ def run(args: argparse.Namespace) -> int:
         frame, covariates, items = read_columns(args)
         data = Dataset.from_pandas(frame[items], max_categories=args.max_categories)
         extra = {"covariates": frame[covariates] if covariates else None,
-                 "distal": None if args.distal is None else frame[args.distal]}
+                 "distal": None if args.distal is None else frame[args.distal],
+                 "bayes_factors": args.bayes_factors == "yes"}
     else:
         data = read_data(args)
     candidates = {f"LC({k})": latent_class(data, k) for k in ks}

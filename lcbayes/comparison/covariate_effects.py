@@ -11,9 +11,10 @@ For every number of classes ``K`` compared, on the rows that have every covariat
   (its log-likelihood is the indicators' maximum plus the outcome's own, in closed form:
   ``sum ln(n_c / n)`` for a categorical outcome, ``-n/2 (ln(2 pi s^2) + 1)`` for a continuous
   one): ``LR`` on ``(C - 1)(K - 1)`` or ``2 (K - 1)`` degrees of freedom;
-* the Bayes factors with error bars when an evidence function is given (``evidence``: a
-  callable ``(structure, data, covariates, distal) -> (log_bf_covariates, stderr,
-  log_bf_distal, stderr)``).
+* with ``bayes_factors``, the log Bayes factors with their standard errors
+  (:func:`lcbayes.covariate_evidence`: NUTS and bridge sampling, prior scale 2.5 on the
+  standardised coefficients; the Bayes factor depends on it, see that function) of the
+  covariates (``K >= 2``) and of the outcome differing by class.
 
 The figures are poLCA's: the class membership probabilities ``P(class | x)`` against the first
 covariate (the others at their means or reference levels) for the chosen ``K``, and the distal
@@ -23,7 +24,7 @@ captions are in :data:`lcbayes.comparison.figures.CAPTIONS`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -44,10 +45,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["CovariateEffects", "covariate_effects"]
-
-#: ``(structure, data, covariates, distal) -> (ln BF covariates, s.e., ln BF distal, s.e.)``.
-EvidenceFunction = Callable[..., tuple[float, float, float | None, float | None]]
-
 
 def _outcome_loglik(values: pd.Series) -> float:
     """The maximum log-likelihood of an outcome that does not depend on the class."""
@@ -196,6 +193,22 @@ def distal_figure(fit: RegressionResult) -> Figure:
     return fig
 
 
+def _bayes_factors(structure, data, covariates, outcome, seed, restarts) -> dict:
+    """The log Bayes factors (and standard errors) of the covariates and of the outcome
+    differing by class (:func:`lcbayes.covariate_evidence`)."""
+    from ..engines.regression.evidence import covariate_evidence
+
+    out = {}
+    for test, suffix in (("covariates", ""), ("distal", "_distal")):
+        if (covariates if test == "covariates" else outcome) is None:
+            continue
+        result = covariate_evidence(structure, data, covariates=covariates, distal=outcome,
+                                    test=test, seed=seed, restarts=restarts)
+        out[f"log_bayes_factor{suffix}"] = result.log_bayes_factor
+        out[f"log_bayes_factor{suffix}_stderr"] = result.log_bayes_factor_stderr
+    return out
+
+
 def split_columns(data, covariates, distal) -> tuple:
     """``(item data, covariate frame, covariate names, distal)`` from ``compare``'s
     arguments: names of columns of a DataFrame ``data`` are taken out of the items."""
@@ -223,8 +236,8 @@ def split_columns(data, covariates, distal) -> tuple:
 
 def covariate_effects(data: Dataset, frame: pd.DataFrame | None, covariates: Sequence[str],
                       n_classes: Sequence[int], *, distal: str | pd.Series | None = None,
-                      seed=0, restarts: int = 10,
-                      evidence: EvidenceFunction | None = None) -> CovariateEffects:
+                      seed=0, restarts: int = 10, bayes_factors: bool = False
+                      ) -> CovariateEffects:
     """:class:`CovariateEffects` of ``covariates`` (columns of ``frame``, one row per row of
     ``data``) and ``distal`` for every ``K`` in ``n_classes`` (module docstring)."""
     from scipy import stats  # on use: building the command line needs no SciPy
@@ -265,11 +278,8 @@ def covariate_effects(data: Dataset, frame: pd.DataFrame | None, covariates: Seq
             df_d = extra * (k - 1)
             row.update(loglik_common=common, lr_distal=lr_d, df_distal=df_d,
                        p_distal=float(stats.chi2.sf(lr_d, df_d)) if df_d else float("nan"))
-        if evidence is not None and k > 1:
-            bf, se, bf_d, se_d = evidence(structure, rows_data, x, outcome)
-            row.update(log_bayes_factor=bf, log_bayes_factor_stderr=se)
-            if bf_d is not None:
-                row.update(log_bayes_factor_distal=bf_d, log_bayes_factor_distal_stderr=se_d)
+        if bayes_factors and k > 1:
+            row.update(_bayes_factors(structure, rows_data, x, outcome, seed, restarts))
         fits.append(fit)
         rows.append(row)
     return CovariateEffects(covariates=design, distal=None if outcome is None else
