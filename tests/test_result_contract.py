@@ -35,7 +35,7 @@ P_YES = np.array([[0.85, 0.8, 0.9, 0.2], [0.15, 0.2, 0.1, 0.75]])  # (class, ite
 #: lcbayes classes a public function may return that are no results: data, structures and
 #: data read in blocks (anything else that is no lcbayes class, a dict, a float, a DataFrame or
 #: an ArviZ InferenceData, is not checked).
-NOT_RESULTS = {"Dataset", "Structure", "PatternBlocks"}
+NOT_RESULTS = {"Dataset", "Structure", "PatternBlocks", "Covariates"}
 
 
 # ---------------------------------------------------------------------- the cases
@@ -54,6 +54,14 @@ def lc2() -> lcb.Structure:
 
 def _blocks() -> PatternBlocks:
     return PatternBlocks.from_dataset(data(), block_patterns=8)
+
+
+@cache
+def _covariates() -> pd.DataFrame:
+    """A numeric covariate X and a continuous outcome Z for the rows of :func:`data`."""
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"X": rng.normal(size=data().n_rows),
+                         "Z": rng.normal(size=data().n_rows)})
 
 
 def _small() -> lcb.Dataset:
@@ -99,10 +107,19 @@ CASES: dict[str, Callable[[dict], object]] = {
     "KMixingResult": lambda done: done["RJMCMCResult"].k_mixing,
     "DiagnosticsResult": lambda done: lcb.diagnostics(done["RJMCMCResult"],
                                                       relabel_method="ecr"),
+    # without the mode-jumping move: half the compiling, and the result's fields are the same
+    # (tests/test_smc.py and tests/test_mode_jump.py run the move)
     "SMCResult": lambda done: lcb.smc(lc2(), data(), particles=8, runs=2, max_runs=2,
-                                      target_stderr=None, seed=0),
+                                      target_stderr=None, seed=0, mode_jumps=False),
     "AllocationResult": lambda done: lcb.allocation_sampler(
         data(), max_classes=3, draws=30, warmup=20, chains=2, heats=1, jumps=1, seed=0),
+    "RegressionResult": lambda done: lcb.em(
+        lc2(), data(), covariates=_covariates()[["X"]], distal=_covariates()["Z"], restarts=2,
+        seed=0, standard_errors="empirical"),
+    "ThreeStepResult": lambda done: lcb.three_step(lc2(), data(), distal=_covariates()["Z"]),
+    "CovariateEvidenceResult": lambda done: lcb.covariate_evidence(
+        lc2(), data(), covariates=_covariates()[["X"]], chains=2, draws=40, warmup=40, seed=0),
+    "CovariatePosteriorResult": lambda done: done["CovariateEvidenceResult"].posteriors[0],
 }
 
 @pytest.fixture(scope="module")

@@ -99,7 +99,7 @@ class CovariateEffects:
 
     def to_dict(self) -> dict:
         """JSON form (the fits included)."""
-        return json_value({"covariates": self.covariates.to_dict(), "distal": self.distal,
+        return json_value({"covariates": self.covariates.to_dict(rows=True), "distal": self.distal,
                            "fits": [f.to_dict() for f in self.fits], "rows": list(self.rows),
                            "n_dropped": self.n_dropped})
 

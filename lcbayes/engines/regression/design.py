@@ -102,11 +102,15 @@ class Covariates:
         return _matrix(_check_frame(frame, self.columns, name), self.columns, self.levels,
                        name)
 
-    def to_dict(self) -> dict:
-        """JSON form of the design's description (not of its rows)."""
-        return {"columns": list(self.columns),
-                "levels": {c: [json_value(v) for v in lv] for c, lv in self.levels.items()},
-                "names": list(self.names)}
+    def to_dict(self, *, rows: bool = False) -> dict:
+        """JSON form of the design's description, and with ``rows`` of its rows too (the
+        matrix, missing values as ``None``, and ``kept``)."""
+        out = {"columns": list(self.columns),
+               "levels": {c: [json_value(v) for v in lv] for c, lv in self.levels.items()},
+               "names": list(self.names)}
+        if rows:
+            out.update(matrix=json_value(self.matrix), kept=self.kept.tolist())
+        return out
 
     @classmethod
     def intercept_only(cls, n_rows: int) -> Covariates:
@@ -116,11 +120,14 @@ class Covariates:
 
     @classmethod
     def from_description(cls, spec: Mapping) -> Covariates:
-        """A design with no rows from :meth:`to_dict` (enough for :meth:`transform`)."""
+        """The design of :meth:`to_dict`: with its rows if they were written, else with none
+        (enough for :meth:`transform`)."""
+        width = len(spec["names"])
+        matrix = np.asarray(spec.get("matrix", np.zeros((0, width))), dtype=np.float64)
         return cls(columns=tuple(spec["columns"]),
                    levels={c: tuple(lv) for c, lv in spec["levels"].items()},
-                   names=tuple(spec["names"]), matrix=np.zeros((0, len(spec["names"]))),
-                   kept=np.zeros(0, dtype=bool))
+                   names=tuple(spec["names"]), matrix=matrix.reshape(-1, width),
+                   kept=np.asarray(spec.get("kept", []), dtype=bool))
 
 
 def _check_frame(frame, columns: Sequence[str], name: str) -> pd.DataFrame:

@@ -297,7 +297,7 @@ class RegressionResult(PenalisedScores, EstimateRecord):
         of the rows used included)."""
         return json_value({
             "method": "em", "model": "latent_class_regression",
-            "structure": self.structure.to_dict(), "covariates": self.covariates.to_dict(),
+            "structure": self.structure.to_dict(), "covariates": self.covariates.to_dict(rows=True),
             "params": self.params, "coef": self.coef, "coefficients":
                 self.coefficients().to_dict(orient="records"),
             "loglik": self.loglik, "n_parameters": self.n_parameters,
