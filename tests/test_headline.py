@@ -83,9 +83,10 @@ def test_cli_headline_for_each_mix_of_methods(capsys, methods, criterion):
 
 
 def test_a_report_with_the_smc_evidence_draws_its_posterior(carcinoma, tmp_path):
-    # the posterior figure coloured bars by a fixed list of methods without smc (KeyError)
+    # the posterior figure coloured bars by a fixed list of methods without smc (KeyError);
+    # without the mode-jumping move (a third less compiling; tests/test_mode_jump.py runs it)
     comp = lcb.compare(carcinoma, n_classes=[1, 2], methods=["bic", "smc"], seed=0,
-                       progress=False)
+                       engine_options={"smc": {"mode_jumps": False}}, progress=False)
     assert set(comp.to_frame()["evidence_method"]) <= {"smc", "exact"}
     page = comp.to_html(tmp_path / "smc.html").read_text()
     assert "Highest log evidence" in page and page.count("data:image/png") >= 2

@@ -212,10 +212,12 @@ def test_padding_the_classes_keeps_the_estimator():
 
 
 def test_same_seed_same_numbers_and_json_round_trip():
-    data = _small(n_rows=60)
+    # the data and particles of test_two_classes_agree_with_the_exact_evidence: its compiled
+    # programs serve (a run's compilation is most of its time)
+    data = _small(n_rows=30)
     structure = lcb.latent_class(data, 2)
-    first = lcb.smc(structure, data, particles=32, runs=2, seed=5)
-    second = lcb.smc(structure, data, particles=32, runs=2, seed=5)
+    first = lcb.smc(structure, data, particles=128, runs=2, seed=5)
+    second = lcb.smc(structure, data, particles=128, runs=2, seed=5)
     np.testing.assert_array_equal(first.run_smc, second.run_smc)
     np.testing.assert_array_equal(first.run_bridge, second.run_bridge)
     back = lcb.SMCResult.from_dict(json.loads(json.dumps(first.to_dict())))
@@ -225,10 +227,10 @@ def test_same_seed_same_numbers_and_json_round_trip():
     assert "bridge sampling" in first.summary()
     # below POSTERIOR_ROWS rows the final particles make the smaller number of sweeps
     sweeps = first.settings["posterior_sweeps"]
-    assert sweeps == posterior_sweeps(60) == POSTERIOR_SWEEPS[0] < POSTERIOR_SWEEPS[1]
-    assert first.bridge_draws == sweeps * 32 // 2 and posterior_sweeps(POSTERIOR_ROWS) == 16
+    assert sweeps == posterior_sweeps(30) == POSTERIOR_SWEEPS[0] < POSTERIOR_SWEEPS[1]
+    assert first.bridge_draws == sweeps * 128 // 2 and posterior_sweeps(POSTERIOR_ROWS) == 16
     key = jax.random.key(3)
-    assert lcb.smc(structure, data, particles=32, runs=2, target_stderr=None,
+    assert lcb.smc(structure, data, particles=128, runs=2, target_stderr=None,
                    seed=key).run_smc.size == 2
 
 
@@ -291,9 +293,10 @@ def test_bridge_runs_stuck_in_a_minor_mode_are_left_out_and_counted():
 
 
 def test_a_time_limit_stops_the_runs():
-    data = _small(n_rows=60)
+    # the programs of test_two_classes_agree_with_the_exact_evidence again (compiled once)
+    data = _small(n_rows=30)
     structure = lcb.latent_class(data, 2)
-    result = lcb.smc(structure, data, particles=16, runs=50, time_limit=1e-3, seed=0)
+    result = lcb.smc(structure, data, particles=128, runs=50, time_limit=1e-3, seed=0)
     assert result.runs == 2 and result.settings["stopped"] == "time_limit"
 
 

@@ -51,7 +51,11 @@ def test_network_smc_refuses_class_padding():
 def test_compare_gives_an_hlc_candidate_the_smc_evidence_without_a_flag():
     structure, data = _hlc()
     lc = lcb.latent_class(data, 2)
-    comp = lcb.compare(data, {"LC2": lc, "HLC": structure}, methods=["bic", "smc"], seed=0)
+    # the HLC runs of test_network_smc_agrees_with_the_exact_evidence[hlc] (their compiled
+    # program serves); LC(2) without the mode-jumping move (tests/test_mode_jump.py runs it)
+    options = {"smc": {"particles": 64, "runs": 6, "target_stderr": None, "mode_jumps": False}}
+    comp = lcb.compare(data, {"LC2": lc, "HLC": structure}, methods=["bic", "smc"], seed=0,
+                       engine_options=options)
     row = comp.to_frame().set_index("name").loc["HLC"]
     assert np.isfinite(row["smc"]) and np.isnan(row["bridge"])
     assert row["evidence_method"] == "smc" and row["log_evidence"] == row["smc_evidence"]
