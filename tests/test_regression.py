@@ -148,7 +148,7 @@ def test_categorical_covariate_indicators_and_simulation_recovers_coefficients()
     """Text covariates become indicators against the first level; a fit of data simulated from
     a fitted model recovers its coefficients within a few standard errors."""
     rng = np.random.default_rng(1)
-    n = 4000
+    n = 3000
     covariates = pd.DataFrame({"age": rng.normal(0, 1, n),
                                "region": rng.choice(["north", "south", "west"], n)})
     design = lcb.covariate_design(covariates, ["age", "region"])
@@ -259,7 +259,7 @@ def test_categorical_distal_is_one_more_class_dependent_item(cheating):
 
 def test_continuous_distal_recovers_class_means_and_nests_the_common_mean():
     rng = np.random.default_rng(5)
-    n = 3000
+    n = 1500
     classes = rng.choice(2, n, p=[0.6, 0.4])
     profiles = np.array([[0.9, 0.8, 0.85, 0.9, 0.8], [0.15, 0.2, 0.1, 0.25, 0.2]])
     items = pd.DataFrame((rng.random((n, 5)) < profiles[classes]).astype(int),
@@ -267,15 +267,15 @@ def test_continuous_distal_recovers_class_means_and_nests_the_common_mean():
     outcome = pd.Series(np.where(classes == 0, 1.0, 2.5) + rng.normal(0, 1.0, n), name="Z")
     outcome[rng.random(n) < 0.1] = np.nan                 # missing outcome: marginalised
     data = lcb.Dataset.from_pandas(items)
-    fit = lcb.em(lcb.latent_class(data, 2), data, distal=outcome, restarts=5, seed=0,
+    fit = lcb.em(lcb.latent_class(data, 2), data, distal=outcome, restarts=3, seed=0,
                  standard_errors="empirical")
     table = fit.distal_table()
     np.testing.assert_allclose(table["mean"], [1.0, 2.5], atol=4 * table["se"].max())
-    np.testing.assert_allclose(table["sd"], [1.0, 1.0], atol=0.1)
+    np.testing.assert_allclose(table["sd"], [1.0, 1.0], atol=0.12)
     assert table["p"].iloc[0] < 1e-10 and table["df"].iloc[0] == 1
     assert fit.n_used_rows == n and fit.resid_df is None
     # class-independent outcome (a special case) cannot beat the class-dependent maximum
-    plain = lcb.em(lcb.latent_class(data, 2), data, restarts=5, seed=0)
+    plain = lcb.em(lcb.latent_class(data, 2), data, restarts=3, seed=0)
     z = outcome.dropna().to_numpy()
     common = -0.5 * len(z) * (np.log(2 * np.pi * z.var()) + 1)
     assert fit.loglik >= plain.loglik + common - 1e-6
