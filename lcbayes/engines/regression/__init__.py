@@ -9,7 +9,16 @@
 * :mod:`.fit` — the checks and the driver behind ``lcb.em(..., covariates=...)``.
 """
 
+import warnings
+
 from .design import Covariates, covariate_design
 from .result import RegressionResult
 
 __all__ = ["Covariates", "RegressionResult", "covariate_design"]
+
+with warnings.catch_warnings():
+    # NumPyro (behind covariate_evidence) imports tqdm.auto, which warns "IProgress not found"
+    # in a Jupyter kernel without ipywidgets although no bar is drawn; imported here once,
+    # quietly, before any NumPyro import, it does not
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    import tqdm.auto  # noqa: F401
