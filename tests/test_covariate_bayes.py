@@ -71,6 +71,7 @@ def cheating():
     return result
 
 
+@pytest.mark.slow  # CI time; run before closing
 def test_no_effect_favours_the_nested_model_and_an_effect_the_full_one(simulated):
     _, none = simulated[0.0]
     _, moderate = simulated[0.5]
@@ -82,6 +83,7 @@ def test_no_effect_favours_the_nested_model_and_an_effect_the_full_one(simulated
     assert moderate.posterior_probability > 0.95 > none.posterior_probability
 
 
+@pytest.mark.slow  # CI time; run before closing
 def test_posterior_mean_of_beta_is_near_the_ml_estimate(simulated):
     frame, res = simulated[0.5]
     fit = lcb.em(_structure(frame, ITEMS), frame[ITEMS], covariates=frame[["x"]], seed=0)
@@ -219,6 +221,7 @@ def tiny_runs():
                    for seed in (0, 0)]
 
 
+@pytest.mark.slow  # CI time; run before closing
 def test_bridge_equals_the_exact_evidence_within_its_error_bar(tiny_runs):
     frame, (res, _) = tiny_runs
     exact = exact_log_evidence(frame, 2.5)
@@ -230,6 +233,7 @@ def test_bridge_equals_the_exact_evidence_within_its_error_bar(tiny_runs):
     assert res.posteriors[0].relabelled > 0
 
 
+@pytest.mark.slow  # CI time; run before closing
 def test_the_same_seed_gives_the_same_numbers(tiny_runs):
     _, (first, second) = tiny_runs
     np.testing.assert_array_equal(first.log_evidence, second.log_evidence)

@@ -47,12 +47,14 @@ def test_notebook_05_asserts_polca_numbers():
     assert not missing, f"no assert cell holds {missing}"
 
 
+@pytest.mark.slow  # CI time: a cold run is about a minute
 def test_notebook_05_runs_shows_figures_and_stays_quiet(notebook_05):
     check_runs(notebook_05)
     check_figures(notebook_05)
     check_quiet(notebook_05)
 
 
+@pytest.mark.slow  # CI time: a cold run is about a minute
 def test_notebook_05_reproduces_polca(notebook_05):
     text = stdout_text(notebook_05)
     cheating = _oracle("01_polca_cheating.json", "cheating_gpa")
@@ -75,6 +77,7 @@ def test_notebook_05_reproduces_polca(notebook_05):
     assert [se2, se3] == pytest.approx(election["coeff.se"][1], rel=1e-3)
 
 
+@pytest.mark.slow  # CI time: a cold run is about a minute
 def test_notebook_05_bayes_factor_has_an_error_bar(notebook_05):
     log_bf, stderr = _number(r"ln B = (\S+) \+/- (\S+)", stdout_text(notebook_05))
     assert 4.5 < log_bf < 6.5 and 0 < stderr < 0.3

@@ -147,6 +147,7 @@ def test_bch_and_ml_recover_the_coefficients_that_no_correction_attenuates(covar
     assert "sandwich" in bch.se_description and "information" in ml.se_description
 
 
+@pytest.mark.slow  # CI time; run before closing
 def test_standard_errors_with_and_without_step_one(simulated, covariate_fits):
     frame, structure = simulated
     step3 = lcb.three_step(structure, frame, covariates=["X"], standard_errors="step3")
@@ -158,6 +159,7 @@ def test_standard_errors_with_and_without_step_one(simulated, covariate_fits):
     assert "Bakk, Oberski" not in step3.se_description
 
 
+@pytest.mark.slow  # CI time; run before closing
 def test_proportional_assignment(simulated):
     frame, structure = simulated
     fits = {c: lcb.three_step(structure, frame, covariates=["X"], correction=c,
@@ -204,6 +206,7 @@ def test_continuous_distal_outcome(simulated):
     assert test["df"] == 2 and test["p"] < 1e-10
 
 
+@pytest.mark.slow  # CI time; run before closing
 def test_categorical_distal_outcome_and_covariates_together(simulated):
     frame, structure = simulated
     fits = {c: lcb.three_step(structure, frame, distal="C", correction=c,
@@ -256,6 +259,7 @@ def test_bad_input(cheating):
     with pytest.raises(ArgumentError, match="standard_errors"):
         lcb.three_step(structure, frame, distal="GPA", standard_errors="robust")
 
+@pytest.mark.slow  # CI time; run before closing
 def test_outcome_alone_without_standard_errors(simulated):
     frame, structure = simulated
     with warnings.catch_warnings():
