@@ -70,6 +70,7 @@ def test_reports_figures_and_json(comparison, tmp_path):
     assert summary["covariate_effects"][1]["n_classes"] == 2
 
 
+@pytest.mark.slow  # CI time; run before closing
 def test_distal_outcome_differs_by_class():
     rng = np.random.default_rng(2)
     n = 1500

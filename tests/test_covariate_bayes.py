@@ -101,6 +101,7 @@ def test_posterior_mean_of_beta_is_near_the_ml_estimate(simulated):
     assert list(nested.terms) == ["(Intercept)"] and nested.coef_mean.shape == (1, 2)
 
 
+@pytest.mark.slow  # CI time (the result contract covers the API); run before closing
 def test_cheating_gpa_bayes_factor_has_an_error_bar_below_0_3(cheating):
     res = cheating
     assert res.log_bayes_factor_stderr < 0.3
@@ -117,6 +118,7 @@ def test_cheating_gpa_bayes_factor_has_an_error_bar_below_0_3(cheating):
     assert "ln B = " in text and "prior sensitivity" in text
 
 
+@pytest.mark.slow  # CI time (the result contract covers the API); run before closing
 def test_json_round_trip_is_lossless(cheating):
     text = json.dumps(cheating.to_dict(), allow_nan=False)
     again = lcb.CovariateEvidenceResult.from_dict(json.loads(text))
@@ -129,6 +131,7 @@ def test_json_round_trip_is_lossless(cheating):
     assert "GPA" in post.summary()
 
 
+@pytest.mark.slow  # CI time (the result contract covers the API); run before closing
 def test_covariate_posterior_alone(cheating):
     """The posterior function on its own (the same compiled program as the fixture's), and
     its diagnostics through ArviZ."""
