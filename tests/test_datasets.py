@@ -42,6 +42,8 @@ def test_cheating_keeps_gpa_missing_and_leaves_it_out_of_the_items():
     assert with_gpa.columns == ("FRAUD", "GPA") and with_gpa.n_missing == {"FRAUD": 0, "GPA": 4}
 
 
+@pytest.mark.slow  # tests/test_em.py's test_em_reproduces_polca_on_carcinoma fits the same
+# shipped table (its carcinoma fixture is lcb.datasets.load) to these values, K = 1..4
 def test_carcinoma_fits_reach_polca_log_likelihoods():
     data = lcb.datasets.load("carcinoma")
     for k, loglik in POLCA_LOGLIK.items():
