@@ -32,6 +32,8 @@ from .common import (
     structure_file,
 )
 from .fit_covariates import read_columns
+from .fit_groups import add_arguments as add_group_arguments
+from .fit_groups import run_compare_groups
 
 __all__ = ["add_parser", "parse_classes", "run", "write_reports"]
 
@@ -84,6 +86,7 @@ def add_parser(sub) -> None:
     cmp.add_argument("--bayes-factors", default="yes", choices=["yes", "no"],
                      help="with --covariates or --distal: their log Bayes factors with error "
                           "bars for every K >= 2 (NUTS and bridge sampling; default yes)")
+    add_group_arguments(cmp, compare=True)
     cmp.add_argument("--json", action="store_true",
                      help="print one JSON object {rows, metadata}; no progress bars")
     cmp.set_defaults(handler=run)
@@ -127,6 +130,8 @@ def write_reports(comp: ComparisonResult, html_path: str | None, md_path: str | 
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.group is not None or args.invariance is not None:
+        return run_compare_groups(args)
     if args.n_classes is None and not args.structure:
         raise UsageError("give --n-classes (e.g. 1-5) and/or --structure FILE.json")
     ks = parse_classes(args.n_classes) if args.n_classes is not None else []

@@ -43,6 +43,8 @@ from .common import (
 )
 from .fit_covariates import add_arguments as add_covariate_arguments
 from .fit_covariates import run_covariates, uses_covariates
+from .fit_groups import add_arguments as add_group_arguments
+from .fit_groups import run_fit_groups
 
 __all__ = ["PROGRESS_RESTARTS", "add_parser", "run"]
 
@@ -121,6 +123,7 @@ def add_parser(sub) -> None:
                      help="em, vbem: split the data patterns over the first N JAX devices "
                           "(GPUs; default: one device)")
     add_covariate_arguments(fit)
+    add_group_arguments(fit, compare=False)
     fit.add_argument("--json", action="store_true", help="print one JSON object")
     fit.set_defaults(handler=run)
 
@@ -163,6 +166,8 @@ def _ais_settings(result) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.group is not None or args.invariance is not None:
+        return run_fit_groups(args)
     if uses_covariates(args):
         return run_covariates(args)
     start = time.perf_counter()

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 import jax
 import jax.numpy as jnp
@@ -74,6 +74,8 @@ from .padding import class_padding
 from .run_record import check_batching, record_fields, start_engine, warn_unconverged
 
 if TYPE_CHECKING:
+    from .groups.layout import Invariance
+    from .groups.result import GroupResult
     from .regression.fit import DistalType
     from .regression.result import RegressionResult
 
@@ -193,6 +195,28 @@ def order_classes(structure: Structure, tables, by=None) -> list[np.ndarray]:
     return [t[:, order] if i == root else t[order] for i, t in enumerate(tables)]
 
 
+def _check_regression_route(*, group, distal, init, unsupported: dict[str, bool]) -> None:
+    """Refuse the options that ``em`` with covariates, a distal outcome or groups does not take:
+    a latent class regression (:mod:`lcbayes.engines.regression`) and a multiple-group model
+    (:mod:`lcbayes.engines.groups`) are fitted by maximum likelihood with SQUAREM-accelerated
+    EM."""
+    from .regression.result import RegressionResult
+    refused = [k for k, v in unsupported.items() if v]
+    what = "group" if group is not None else "covariates or distal"
+    if refused:
+        raise ArgumentError(f"{', '.join(refused)} cannot be given with {what}: the model is "
+                            "fitted by maximum likelihood with SQUAREM-accelerated EM; leave "
+                            "them out")
+    if group is not None and distal is not None:
+        raise ArgumentError("distal cannot be given with group: fit the multiple-group model, "
+                            "then relate its classes to the outcome (lcb.three_step)")
+    if group is not None and init is not None:
+        raise ArgumentError("init cannot be given with group: the restarts start at random")
+    if init is not None and not isinstance(init, RegressionResult):
+        raise ArgumentError("init must be a RegressionResult of the same model (a fit "
+                            f"with covariates), got {type(init).__name__}")
+
+
 @overload
 def em(structure: Structure, data, *, restarts: int = ..., seed: Seed = ...,
        prior: PriorSpec = ..., tol: float = ..., max_iter: int = ...,
@@ -208,6 +232,11 @@ def em(structure: Structure, data, *, restarts: int = ..., seed: Seed = ..., tol
        max_iter: int = ..., batch_size: int | None = ..., init: RegressionResult | None = ...,
        standard_errors: Literal["empirical", "observed"] | None = ..., covariates: Any = ...,
        distal: Any = ..., distal_type: DistalType = ...) -> RegressionResult: ...
+@overload
+def em(structure: Structure, data, *, restarts: int = ..., seed: Seed = ..., tol: float = ...,
+       max_iter: int = ..., batch_size: int | None = ...,
+       standard_errors: Literal["empirical", "observed"] | None = ..., covariates: Any = ...,
+       group: Any, invariance: Invariance = ...) -> GroupResult: ...
 
 
 def em(
@@ -235,7 +264,9 @@ def em(
     covariates=None,
     distal=None,
     distal_type: DistalType = "auto",
-) -> EMResult | RegressionResult:
+    group=None,
+    invariance: Invariance = "full",
+) -> EMResult | RegressionResult | GroupResult:
     """Fit ``structure`` to ``data`` by EM (or another algorithm of Whiley 1999 ch. 2) from
     ``restarts`` random starts; keep the best.
 
@@ -324,27 +355,41 @@ def em(
             (``RegressionResult.distal_table``); missing values are marginalised.
         distal_type: ``"auto"`` (numbers continuous: a normal distribution per class; text,
             booleans, ``Categorical`` categorical), ``"categorical"`` or ``"continuous"``.
+        group: a multiple-group latent class model (:mod:`lcbayes.engines.groups`): class
+            prevalences per group of this column (a column name of a DataFrame ``data``, or
+            one label per row), returning a :class:`~lcbayes.GroupResult`. Rows without a
+            group or with every item missing are left out with a warning. Takes
+            ``invariance``, ``covariates`` (common slopes on top of the group's
+            prevalences), ``restarts``, ``seed``, ``tol``, ``max_iter``, ``batch_size`` and
+            ``standard_errors``.
+        invariance: with ``group``: ``"full"`` (item tables shared by the groups),
+            ``"none"`` (every item's table group-specific; the classes are then aligned
+            across groups by their item profiles) or the names of the group-specific items
+            (partial invariance).
     """
-    if covariates is not None or distal is not None:
-        from .regression.fit import fit_regression
-        from .regression.result import RegressionResult
-        unsupported = {"prior": prior is not None, "keep": keep is not None,
-                       "algorithm": algorithm != "squarem", "pad_classes": pad_classes is not None,
-                       "devices": devices is not None, "progress": bool(progress),
-                       "blocks": blocks is not None, "eta": eta is not None,
-                       "betas": betas is not None}
-        refused = [k for k, v in unsupported.items() if v]
-        if refused:
-            raise ArgumentError(f"{', '.join(refused)} cannot be given with covariates or "
-                                "distal: a latent class regression is fitted by maximum "
-                                "likelihood with SQUAREM-accelerated EM; leave them out")
-        if init is not None and not isinstance(init, RegressionResult):
-            raise ArgumentError("init must be a RegressionResult of the same model (a fit "
-                                f"with covariates), got {type(init).__name__}")
-        return fit_regression(structure, data, covariates, distal=distal,
-                              distal_type=distal_type, restarts=restarts, seed=seed,
-                              tol=tol, max_iter=max_iter, batch_size=batch_size, init=init,
+    if group is not None or covariates is not None or distal is not None:
+        _check_regression_route(
+            group=group, distal=distal, init=init,
+            unsupported={"prior": prior is not None, "keep": keep is not None,
+                         "algorithm": algorithm != "squarem",
+                         "pad_classes": pad_classes is not None, "devices": devices is not None,
+                         "progress": bool(progress), "blocks": blocks is not None,
+                         "eta": eta is not None, "betas": betas is not None})
+        if group is not None:
+            from .groups.fit import fit_groups
+            return fit_groups(structure, data, group, invariance=invariance,
+                              covariates=covariates, restarts=restarts, seed=seed, tol=tol,
+                              max_iter=max_iter, batch_size=batch_size,
                               standard_errors=standard_errors)
+        from .regression.fit import fit_regression
+        return fit_regression(structure, data, covariates, distal=distal,
+                              distal_type=distal_type, init=cast("RegressionResult | None", init),
+                              restarts=restarts, seed=seed,
+                              tol=tol, max_iter=max_iter, batch_size=batch_size,
+                              standard_errors=standard_errors)
+    if invariance != "full":
+        raise ArgumentError("invariance= needs group=: name the column whose groups the item "
+                            "profiles may differ between")
     start, seed = start_engine(structure, seed)
     restarts = check_int(restarts, "restarts", 0 if init is not None else 1)
     init_tables = _init_tables(structure, init)

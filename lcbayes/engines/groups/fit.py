@@ -1,0 +1,168 @@
+"""Fitting a multiple-group latent class model: :func:`lcbayes.em` with ``group=`` lands here.
+
+The rows are read (:func:`.layout.group_rows`: rows without a group or with every item missing
+left out, with a warning), the invariance structure expressed as a latent class model of
+expanded items (:class:`.layout.GroupLayout`), and that model fitted as a latent class
+regression whose membership design holds the group's indicators (so ``P(class | group)`` is
+free in every group) and any covariates on top (glca's level-1 covariates: group-specific
+intercepts, common slopes); the EM, restarts, standard errors and class order are those of
+:mod:`lcbayes.engines.regression`.
+
+**Label alignment.** With no invariant item and no covariate nothing ties class ``r`` of one
+group to class ``r`` of another: the likelihood is the same under any permutation of one
+group's classes. The classes of every group are then matched to those of the largest group
+by their item profiles (the assignment that minimises the summed squared differences of the
+item probabilities, Hungarian algorithm), and the estimate refitted from the aligned start
+for its standard errors; the result says so (:attr:`GroupResult.aligned_to`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from ...constructors import latent_class
+from ...data import Dataset
+from ...errors import ArgumentError, DataError
+from ...structure import Structure
+from ..regression.design import Covariates, covariate_design
+from ..regression.fit import fit_regression
+from ..regression.result import RegressionResult
+from .layout import GroupLayout, Invariance, group_rows, resolve_invariance
+from .result import GroupResult
+from .saturated import saturated_fit
+
+__all__ = ["fit_groups", "fit_layout"]
+
+
+def _covariate_columns(covariates, data) -> tuple[list[str], pd.DataFrame | None]:
+    """The covariate columns and the frame holding them (``None``: no covariates)."""
+    if covariates is None:
+        return [], None
+    if isinstance(covariates, str):
+        covariates = [covariates]
+    if isinstance(covariates, pd.DataFrame):
+        return [str(c) for c in covariates.columns], covariates.reset_index(drop=True)
+    if isinstance(covariates, Sequence) and all(isinstance(c, str) for c in covariates):
+        if not isinstance(data, pd.DataFrame):
+            raise ArgumentError("covariates names columns, so data must be a DataFrame that "
+                                "has them; or pass covariates=<DataFrame of the columns>")
+        return list(covariates), data.reset_index(drop=True)
+    raise ArgumentError("covariates must be column name(s) of data or a DataFrame of covariate "
+                        f"columns, got {type(covariates).__name__}")
+
+
+def fit_groups(structure: Structure, data, group, *, invariance: Invariance = "full",
+               covariates=None, restarts: int, seed, tol: float, max_iter: int,
+               batch_size: int | None, standard_errors) -> GroupResult:
+    """EM for a multiple-group latent class model (module docstring; arguments as
+    :func:`lcbayes.em`)."""
+    if structure.kind != "latent_class":
+        raise ArgumentError("group= needs a latent class structure (lcb.latent_class), got a "
+                            f"{structure.kind} structure")
+    rows = group_rows(structure, data, group, stacklevel=3)
+    name = str(group) if isinstance(group, str) else str(getattr(group, "name", None) or "group")
+    items = structure.observed_names
+    free = resolve_invariance(invariance, items)
+    layout = GroupLayout(name, rows.levels, tuple(items), rows.items.labels, free)
+    columns, frame = _covariate_columns(covariates, data)
+    if name in columns:
+        raise ArgumentError(f"{name!r} is the group; leave it out of covariates (every group "
+                            "has its own prevalences already)")
+    if frame is not None and len(frame) != len(rows.kept):
+        raise DataError(f"covariates has {len(frame)} rows but data has {len(rows.kept)}; give "
+                        "one covariate row per data row, in order")
+    design = pd.DataFrame({name: pd.Categorical(np.asarray(rows.levels, dtype=object)[rows.group],
+                                                categories=list(rows.levels))})
+    if frame is not None:
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise DataError(f"covariates {missing} are not columns of data")
+        design = pd.concat([design, frame.loc[rows.kept, columns].reset_index(drop=True)],
+                           axis=1)
+    cov = covariate_design(design, [name, *columns], name="covariates", stacklevel=3)
+    return fit_layout(layout, rows.items, rows.group, cov, n_rows=len(rows.kept),
+                      class_name=structure.nodes[structure.root],
+                      n_classes=int(structure.n_classes or 1),
+                      restarts=restarts, seed=seed, tol=tol, max_iter=max_iter,
+                      batch_size=batch_size, standard_errors=standard_errors)
+
+
+def _warn_small_groups(layout: GroupLayout, group: np.ndarray, k: int) -> None:
+    """A warning naming each group with fewer rows than its own parameters."""
+    cards = dict(zip(layout.items, (len(lab) for lab in layout.item_labels), strict=True))
+    own = (k - 1) + k * sum(cards[i] - 1 for i in layout.free)
+    counts = np.bincount(group, minlength=len(layout.levels))
+    small = [f"{layout.levels[g]!r} ({counts[g]} rows)" for g in range(len(counts))
+             if counts[g] < own]
+    if small:
+        warnings.warn(f"group(s) {', '.join(small)} of {layout.group!r} have fewer rows than "
+                      f"their own {own} parameters ({layout.invariance} invariance): their "
+                      "estimates rest on the prior shape of the likelihood; pool groups or "
+                      "free fewer items", stacklevel=5)
+
+
+def fit_layout(layout: GroupLayout, items: Dataset, group: np.ndarray, cov: Covariates, *,
+               n_rows: int, class_name: str, n_classes: int, restarts: int, seed, tol: float,
+               max_iter: int, batch_size: int | None, standard_errors) -> GroupResult:
+    """The fit of one invariance structure to rows already read (``items`` with group codes
+    ``group`` and the membership design ``cov`` of the same rows)."""
+    _warn_small_groups(layout, group[cov.kept], n_classes)
+    expanded = layout.expand(items, group)
+    model = latent_class(expanded, n_classes, name=class_name)
+    align = len(layout.free) == len(layout.items) and cov.names == (cov.names[0], *(
+        f"{layout.group}{level}" for level in layout.levels[1:]))
+    fit = fit_regression(model, expanded, cov, restarts=restarts, seed=seed, init=None,
+                         standard_errors=None if align else standard_errors, tol=tol,
+                         max_iter=max_iter, batch_size=batch_size)
+    reference = None
+    if align:
+        counts = np.bincount(group[cov.kept], minlength=len(layout.levels))
+        reference = layout.levels[int(np.argmax(counts))]
+        start = _aligned(fit, layout, reference)
+        fit = fit_regression(model, expanded, cov, restarts=0, seed=seed, init=start,
+                             standard_errors=standard_errors, tol=tol, max_iter=max_iter,
+                             batch_size=batch_size)
+        fit = replace(fit, restart_logliks=start.restart_logliks,
+                      restart_n_iter=start.restart_n_iter,
+                      restart_converged=start.restart_converged, restarts=start.restarts)
+    used = cov.kept
+    saturated, strata = saturated_fit(items.codes[used], items.cardinalities, group[used],
+                                      cov.matrix[used])
+    return GroupResult(layout=layout, fit=fit, row_groups=group[used],
+                       saturated_loglik=saturated, n_strata=strata, n_rows=n_rows,
+                       aligned_to=reference)
+
+
+def _aligned(fit: RegressionResult, layout: GroupLayout, reference) -> RegressionResult:
+    """``fit`` with every group's classes permuted to match ``reference``'s by item profile
+    (module docstring)."""
+    from scipy.optimize import linear_sum_assignment
+
+    k = int(fit.structure.n_classes or 1)
+    design = np.eye(len(layout.levels))
+    design[:, 0] = 1.0                       # intercept, then one indicator per later level
+    prevalence = np.exp(design @ fit.coef)
+    prevalence /= prevalence.sum(axis=1, keepdims=True)
+
+    def profile(level):
+        return np.concatenate([fit.params[layout.column(i, level)] for i in layout.items],
+                              axis=1)
+
+    target = profile(reference)
+    params = dict(fit.params)
+    for g, level in enumerate(layout.levels):
+        own = profile(level)
+        cost = ((target[:, None, :] - own[None, :, :]) ** 2).sum(axis=2)
+        order = linear_sum_assignment(cost)[1]
+        for item in layout.items:
+            params[layout.column(item, level)] = fit.params[layout.column(item, level)][order]
+        prevalence[g] = prevalence[g][order]
+    logs = np.log(np.maximum(prevalence, 1e-300))
+    logs -= logs[:, :1]
+    coef = np.vstack([logs[0], logs[1:] - logs[0]])
+    return replace(fit, params=params, coef=coef.reshape(len(layout.levels), k))
