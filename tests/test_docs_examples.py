@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", "docs/getting-started.md", "docs/guide/fit.md", "docs/guide/compare.md",
          "docs/guide/evidence.md", "docs/guide/posterior-k.md", "docs/guide/structure-search.md",
          "docs/guide/fit-indices.md",
-         "docs/guide/scale.md", "docs/methods/estimators.md", "docs/guide/covariates.md")
+         "docs/guide/scale.md", "docs/methods/estimators.md", "docs/guide/covariates.md",
+         "docs/guide/groups.md")
 #: An environment variable set for one command: ``LCBAYES_SCHEDULER=tcp://... lcbayes ...``.
 ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 MARKER = re.compile(r"<!-- example-test: (file (?P<file>\S+)|skip \((?P<reason>.+)\)) -->")

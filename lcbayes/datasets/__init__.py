@@ -99,6 +99,20 @@ SETS: dict[str, DatasetInfo] = {info.name: info for info in (
         "Survey)",
         _published("poLCA (GPL >= 2) as gss82")),
     DatasetInfo(
+        "gss08", 355, ("DEFECT", "HLTH", "RAPE", "POOR", "SINGLE", "NOMORE", "AGE", "SEX",
+                       "RACE", "DEGREE", "REGION"),
+        ("DEFECT", "HLTH", "RAPE", "POOR", "SINGLE", "NOMORE"),
+        "2008 General Social Survey: 355 respondents say whether legal abortion should be "
+        "possible (YES/NO) for a birth defect, the mother's health, rape, a poor family, a "
+        "single mother, no more children; with AGE, SEX, RACE, DEGREE (4 levels, glca's "
+        "grouping variable) and REGION",
+        "The General Social Survey 2008 (NORC at the University of Chicago); Kim, Y., Jeon, S., "
+        "Chang, C. and Chung, H., glca: An R Package for Multiple-Group Latent Class Analysis",
+        "the survey's data are public; the same extract ships with the R package glca (GPL-3) "
+        "as gss08",
+        "DEGREE is a grouping variable (lcb.em(..., group='DEGREE')); some items are missing, "
+        "3 rows have every item missing"),
+    DatasetInfo(
         "values", 216, tuple("ABCD"), tuple("ABCD"),
         "216 respondents choose between universalistic and particularistic values in four "
         "role-conflict situations (A-D, coded 1/2)",
