@@ -37,6 +37,7 @@ __all__ = [
     "make_cells",
     "normalise_log_items",
     "one_hot",
+    "padded_size",
     "softmax",
     "valid_mask",
 ]
@@ -76,17 +77,31 @@ def one_hot(codes: np.ndarray, n_categories: int) -> np.ndarray:
     return out.astype(np.float64)
 
 
+def padded_size(n: int) -> int:
+    """``n`` rounded up to a multiple of a quarter of its power of two (at least 16): cells
+    padded to it let data sets of similar size share one compiled program (a bootstrap's
+    draws), at most a quarter more work."""
+    step = max(4, 1 << max(int(n - 1).bit_length() - 3, 0))
+    return max(16, -(-n // step) * step)
+
+
 def make_cells(codes: np.ndarray, matrix: np.ndarray, cardinalities,
-               outcome: np.ndarray | None = None) -> tuple[Cells, np.ndarray]:
+               outcome: np.ndarray | None = None, *, pad: bool = False
+               ) -> tuple[Cells, np.ndarray]:
     """Cells of the rows ``codes`` ``(N, J)`` with designs ``matrix`` ``(N, P)`` and a
     continuous ``outcome`` ``(N,)`` (NaN: missing; ``None``: no outcome), and each row's cell
-    index."""
+    index. ``pad``: cells of count zero (copies of the first) appended up to
+    :func:`padded_size`; they add nothing to any count-weighted sum."""
     n = codes.shape[0]
     seen = np.zeros(n) if outcome is None else (~np.isnan(outcome)).astype(np.float64)
     value = np.zeros(n) if outcome is None else np.where(seen > 0, outcome, 0.0)
     key = np.concatenate([codes.astype(np.float64), matrix, value[:, None], seen[:, None]],
                          axis=1)
     unique, index, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    if pad:
+        extra = padded_size(len(unique)) - len(unique)
+        unique = np.concatenate([unique, np.repeat(unique[:1], extra, axis=0)])
+        counts = np.concatenate([counts, np.zeros(extra, dtype=counts.dtype)])
     j = codes.shape[1]
     cells = Cells(onehot=jnp.asarray(one_hot(unique[:, :j].astype(np.int64),
                                              max(cardinalities))),

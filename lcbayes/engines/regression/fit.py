@@ -148,7 +148,7 @@ def fit_regression(structure, data, covariates, *, distal=None,
                      tuple(map(tuple, valid_mask(cards).tolist())), gaussian)
     cells, index = make_cells(codes, cov.matrix[cov.kept], cards,
                               outcome.values[cov.kept] if outcome is not None and gaussian
-                              else None)
+                              else None, pad=True)
     n_used = int(cov.kept.sum())
     init_x = None if init is None else _packed(init, shape)
     keys = jax.random.split(prng_key(seed), max(restarts, 1))[:restarts]
@@ -185,7 +185,7 @@ def fit_regression(structure, data, covariates, *, distal=None,
         converged=bool(runs.converged[best]), history=runs.history[best][:n_iter],
         n_rows=data.n_rows, n_used_rows=n_used,
         n_observed_rows=int((data.codes[cov.kept] >= 0).any(axis=1).sum()),
-        n_cells=int(cells.counts.shape[0]),
+        n_cells=int(np.count_nonzero(np.asarray(cells.counts))),
         posteriors=post[index], entropy=entropy, standard_errors=errors,
         coef_cov=cov_matrix, score_statistic=statistic, se_method=standard_errors,
         seconds=time.perf_counter() - started,
