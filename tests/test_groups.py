@@ -305,6 +305,6 @@ def test_compare_invariance_ranks_structures_with_error_bars(gss08, tmp_path, ca
     # 54 more parameters that the data do not need: the evidence punishes them heavily
     assert result.best == "full"
     assert table.loc["none", "log_evidence"] < table.loc["full", "log_evidence"] - 20
-    back = lcb.InvarianceComparison.from_dict(json.loads(json.dumps(result.to_dict())))
+    back = lcb.InvarianceComparisonResult.from_dict(json.loads(json.dumps(result.to_dict())))
     assert back.best == result.best and len(back.fits) == 3
     assert result.prevalence_figure() is not None and result.profile_figure(items=2) is not None

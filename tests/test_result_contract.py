@@ -64,6 +64,11 @@ def _covariates() -> pd.DataFrame:
                          "Z": rng.normal(size=data().n_rows)})
 
 
+def _groups() -> np.ndarray:
+    """Two groups for the rows of :func:`data`."""
+    return np.where(np.arange(data().n_rows) % 3 == 0, "a", "b")
+
+
 def _small() -> lcb.Dataset:
     """12 rows of 3 items: small enough for the exact evidence."""
     d = data().select(ITEMS[:3])
@@ -120,6 +125,16 @@ CASES: dict[str, Callable[[dict], object]] = {
     "CovariateEvidenceResult": lambda done: lcb.covariate_evidence(
         lc2(), data(), covariates=_covariates()[["X"]], chains=2, draws=40, warmup=40, seed=0),
     "CovariatePosteriorResult": lambda done: done["CovariateEvidenceResult"].posteriors[0],
+    "GroupResult": lambda done: lcb.em(lc2(), data(), group=_groups(), invariance=["Q1"],
+                                       restarts=2, seed=0, standard_errors="empirical"),
+    "InvarianceTestResult": lambda done: lcb.invariance_test(
+        lcb.em(lc2(), data(), group=_groups(), restarts=2, seed=0), done["GroupResult"],
+        bootstrap=2, restarts=1),
+    # one structure; SMC as in the SMCResult case (the group one more item: one more program)
+    "InvarianceComparisonResult": lambda done: lcb.compare_invariance(
+        lc2(), data(), _groups(), invariance=["full"], restarts=2, smc_options={
+            "particles": 8, "runs": 2, "max_runs": 2, "target_stderr": None,
+            "mode_jumps": False}),
 }
 
 @pytest.fixture(scope="module")

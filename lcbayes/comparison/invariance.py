@@ -41,18 +41,19 @@ from ..samplers.smc_result import SMCResult
 from ..structure import Structure
 from .evidence import posterior_probabilities
 
-__all__ = ["InvarianceComparison", "compare_invariance"]
+__all__ = ["InvarianceComparisonResult", "compare_invariance"]
 
 
 @dataclass(frozen=True, repr=False)
-class InvarianceComparison:
+class InvarianceComparisonResult:
     """The invariance structures compared (module docstring).
 
     Attributes:
         table: one row per structure: ``invariance``, ``free`` (the free items),
             ``n_parameters``, ``loglik``, ``bic`` (glca's scale, ``-2 ln L + d ln N``),
             ``log_evidence`` with ``stderr``, ``posterior_prob`` with its 95% interval
-            (``prob_low``, ``prob_high``) and ``step`` (``"listed"`` or ``"search"``).
+            (``prob_low``, ``prob_high``), ``step`` (``"listed"`` or ``"search"``),
+            ``seconds`` (fit and evidence) and ``evidence_seconds`` (the evidence alone).
         fits: ``{invariance: GroupResult}``.
         evidences: ``{invariance: SMCResult}``.
         seconds: wall-clock time of the comparison.
@@ -68,6 +69,10 @@ class InvarianceComparison:
         """The structure of highest posterior probability."""
         return str(self.table.loc[self.table["posterior_prob"].idxmax(), "invariance"])
 
+    def to_frame(self) -> pd.DataFrame:
+        """The table (one row per structure)."""
+        return self.table.copy()
+
     def summary(self) -> str:
         shown = self.table.drop(columns=["free"]).to_string(
             index=False, float_format="{:.4g}".format)
@@ -79,7 +84,7 @@ class InvarianceComparison:
             f"Most probable: {self.best} invariance ({self.seconds:.1f} s)"])
 
     def __repr__(self) -> str:
-        return f"InvarianceComparison(best={self.best!r}, structures={len(self.table)})"
+        return f"InvarianceComparisonResult(best={self.best!r}, structures={len(self.table)})"
 
     def to_dict(self) -> dict:
         return json_value({"table": self.table.to_dict(orient="records"),
@@ -88,7 +93,7 @@ class InvarianceComparison:
                            "seconds": self.seconds, "best": self.best})
 
     @classmethod
-    def from_dict(cls, spec: dict) -> InvarianceComparison:
+    def from_dict(cls, spec: dict) -> InvarianceComparisonResult:
         table = pd.DataFrame(spec["table"])
         table["free"] = [tuple(f) for f in table["free"]]
         return cls(table=table,
@@ -165,7 +170,7 @@ def _specs(invariance, items: Sequence[str]) -> list[tuple[str, ...]]:
 
 def compare_invariance(structure: Structure, data, group, *, invariance="all",
                        restarts: int = 20, seed=0, search: bool = True,
-                       smc_options: dict | None = None) -> InvarianceComparison:
+                       smc_options: dict | None = None) -> InvarianceComparisonResult:
     """Compare invariance structures of a multiple-group latent class model by their
     evidence (module docstring).
 
@@ -194,11 +199,13 @@ def compare_invariance(structure: Structure, data, group, *, invariance="all",
     fits: dict[str, GroupResult] = {}
     evidences: dict[str, SMCResult] = {}
     steps: dict[str, str] = {}
+    seconds: dict[str, tuple[float, float]] = {}
     k = int(structure.n_classes or 1)
 
     def run(free: tuple[str, ...], step: str) -> float:
         label = invariance_label(free, items)
         if label not in fits:
+            clock = time.perf_counter()
             layout = GroupLayout(name, rows.levels, items, rows.items.labels, free)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -211,6 +218,7 @@ def compare_invariance(structure: Structure, data, group, *, invariance="all",
             evidences[label] = smc(latent_class(joint, k, name=structure.nodes[structure.root]),
                                    joint, seed=seed, **options)
             steps[label] = step
+            seconds[label] = (time.perf_counter() - clock, evidences[label].seconds)
         return evidences[label].log_evidence
 
     specs = _specs(invariance, items)
@@ -230,8 +238,8 @@ def compare_invariance(structure: Structure, data, group, *, invariance="all",
             if run(best, "search") <= run(current, "search"):
                 break
             current = best
-    return InvarianceComparison(_table(fits, evidences, steps, seed), fits, evidences,
-                                time.perf_counter() - started)
+    return InvarianceComparisonResult(_table(fits, evidences, steps, seconds, seed), fits,
+                                      evidences, time.perf_counter() - started)
 
 
 def _joint(expanded: Dataset, group: np.ndarray, name: str, levels) -> Dataset:
@@ -240,7 +248,7 @@ def _joint(expanded: Dataset, group: np.ndarray, name: str, levels) -> Dataset:
                    (*expanded.labels, tuple(levels)))
 
 
-def _table(fits, evidences, steps, seed) -> pd.DataFrame:
+def _table(fits, evidences, steps, seconds, seed) -> pd.DataFrame:
     labels = list(fits)
     lz = np.array([evidences[k].log_evidence for k in labels])
     se = np.array([evidences[k].stderr for k in labels])
@@ -252,4 +260,6 @@ def _table(fits, evidences, steps, seed) -> pd.DataFrame:
         "loglik": [fits[k].loglik for k in labels],
         "bic": [-2 * fits[k].bic for k in labels],
         "log_evidence": lz, "stderr": se, "posterior_prob": prob, "prob_low": low,
-        "prob_high": high, "step": [steps[k] for k in labels]})
+        "prob_high": high, "step": [steps[k] for k in labels],
+        "seconds": [seconds[k][0] for k in labels],
+        "evidence_seconds": [seconds[k][1] for k in labels]})

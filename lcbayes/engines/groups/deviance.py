@@ -27,11 +27,11 @@ from ..regression.design import Covariates
 from .fit import fit_layout
 from .result import GroupResult
 
-__all__ = ["InvarianceTest", "invariance_test"]
+__all__ = ["InvarianceTestResult", "invariance_test"]
 
 
 @dataclass(frozen=True)
-class InvarianceTest(JSONRecord):
+class InvarianceTestResult(JSONRecord):
     """The deviance test of a restricted invariance structure against a general one.
 
     Attributes:
@@ -78,7 +78,7 @@ def _check_nested(restricted: GroupResult, general: GroupResult) -> None:
 
 
 def invariance_test(restricted: GroupResult, general: GroupResult, *, bootstrap: int = 0,
-                    restarts: int | None = None, seed=0) -> InvarianceTest:
+                    restarts: int | None = None, seed=0) -> InvarianceTestResult:
     """The deviance test of ``restricted`` against ``general`` (module docstring).
 
     Args:
@@ -100,7 +100,7 @@ def invariance_test(restricted: GroupResult, general: GroupResult, *, bootstrap:
     if bootstrap:
         draws = _bootstrap(restricted, general, bootstrap, restarts, seed)
         p_boot = float((1 + np.sum(draws >= statistic - 1e-9)) / (bootstrap + 1))
-    return InvarianceTest(restricted.layout.invariance, general.layout.invariance,
+    return InvarianceTestResult(restricted.layout.invariance, general.layout.invariance,
                           float(statistic), int(df), p, p_boot, draws, seed_record(seed))
 
 

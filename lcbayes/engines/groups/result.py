@@ -239,6 +239,20 @@ class GroupResult:
                 out[item] = drawn[item].to_numpy()
         return pd.DataFrame(out)
 
+    def to_frame(self) -> pd.DataFrame:
+        """The prevalences by group and the item probabilities (by group for the free items)
+        as one long table: ``group``, ``node`` (``class`` or an item), ``class``,
+        ``category``, ``probability``."""
+        rows = [{"group": r["group"], "node": "class", "class": r["class"], "category": None,
+                 "probability": r["prevalence"]} for r in self.prevalences().to_dict("records")]
+        for level in self.layout.levels:
+            for j, (item, table) in enumerate(self.item_probabilities(level).items()):
+                for r, c in np.ndindex(*table.shape):
+                    rows.append({"group": level, "node": item, "class": r + 1,
+                                 "category": self.layout.item_labels[j][c],
+                                 "probability": float(table[r, c])})
+        return pd.DataFrame(rows)
+
     # ------------------------------------------------------------------ text
     def summary(self) -> str:
         """The invariance structure, prevalences by group, item probabilities (by group for
