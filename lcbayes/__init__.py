@@ -55,6 +55,7 @@ API: dict[str, str] = {
     "three_step": "lcbayes.engines.regression.three_step",
     "ThreeStepResult": "lcbayes.engines.regression.three_step_result",
     "GroupResult": "lcbayes.engines.groups.result",
+    "invariance_model": "lcbayes.engines.groups.layout",
     "invariance_test": "lcbayes.engines.groups.deviance",
     "InvarianceTestResult": "lcbayes.engines.groups.deviance",
     "compare_invariance": "lcbayes.comparison.invariance",

@@ -308,3 +308,19 @@ def test_compare_invariance_ranks_structures_with_error_bars(gss08, tmp_path, ca
     back = lcb.InvarianceComparisonResult.from_dict(json.loads(json.dumps(result.to_dict())))
     assert back.best == result.best and len(back.fits) == 3
     assert result.prevalence_figure() is not None and result.profile_figure(items=2) is not None
+
+
+def test_the_bayesian_model_is_the_joint_of_the_conditional_and_the_group(gss08, full):
+    """The evidence's model (the group one more item) has the conditional model's maximum
+    likelihood plus the groups' multinomial ``sum_g n_g ln(n_g / N)`` and ``G - 1`` more
+    parameters (P(class, group) is the same family as P(group) P(class | group))."""
+    frame, structure = gss08
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, joint = lcb.invariance_model(structure, frame, "DEGREE")
+        fit = lcb.em(model, joint, restarts=10, seed=0, **EXACT)
+    counts = np.asarray(ORACLE["a_measure_inv"]["Ng"], dtype=float)
+    assert fit.loglik == pytest.approx(full.loglik + counts @ np.log(counts / counts.sum()),
+                                       abs=1e-5)
+    assert model.n_parameters == full.n_parameters + len(counts) - 1
+    assert joint.columns == (*ITEMS, "DEGREE") and joint.n_rows == 352

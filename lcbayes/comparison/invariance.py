@@ -29,9 +29,14 @@ import numpy as np
 import pandas as pd
 
 from ..constructors import latent_class
-from ..data import Dataset
 from ..engines.groups.fit import fit_layout
-from ..engines.groups.layout import GroupLayout, group_rows, invariance_label, resolve_invariance
+from ..engines.groups.layout import (
+    GroupLayout,
+    group_rows,
+    invariance_label,
+    joint_data,
+    resolve_invariance,
+)
 from ..engines.groups.result import GroupResult
 from ..engines.regression.design import covariate_design
 from ..errors import ArgumentError
@@ -214,7 +219,8 @@ def compare_invariance(structure: Structure, data, group, *, invariance="all",
                     class_name=structure.nodes[structure.root], n_classes=k,
                     restarts=restarts * (10 if len(free) == len(items) else 1), seed=seed,
                     tol=1e-8, max_iter=5000, batch_size=None, standard_errors="empirical")
-            joint = _joint(layout.expand(rows.items, rows.group), rows.group, name, rows.levels)
+            joint = joint_data(layout.expand(rows.items, rows.group), rows.group, name,
+                               rows.levels)
             evidences[label] = smc(latent_class(joint, k, name=structure.nodes[structure.root]),
                                    joint, seed=seed, **options)
             steps[label] = step
@@ -240,12 +246,6 @@ def compare_invariance(structure: Structure, data, group, *, invariance="all",
             current = best
     return InvarianceComparisonResult(_table(fits, evidences, steps, seconds, seed), fits,
                                       evidences, time.perf_counter() - started)
-
-
-def _joint(expanded: Dataset, group: np.ndarray, name: str, levels) -> Dataset:
-    """The expanded items with the group as one more column (module docstring)."""
-    return Dataset(np.column_stack([expanded.codes, group]), (*expanded.columns, name),
-                   (*expanded.labels, tuple(levels)))
 
 
 def _table(fits, evidences, steps, seconds, seed) -> pd.DataFrame:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ...constructors import latent_class
 from ...data import Dataset
 from ...encoding import encode_column
 from ...errors import ArgumentError, DataError
@@ -37,7 +38,7 @@ from ...validation import data_for
 from ..regression.design import MAX_LEVELS
 
 __all__ = ["GroupLayout", "GroupedRows", "Invariance", "group_rows", "invariance_label",
-           "resolve_invariance"]
+           "invariance_model", "joint_data", "resolve_invariance"]
 
 #: An invariance structure as users give it: ``"full"``, ``"none"`` or the free items' names.
 Invariance = str | Sequence[str]
@@ -226,3 +227,32 @@ class GroupLayout:
 def _plain(value):
     """A label as JSON holds it (numpy scalars as Python ones)."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def joint_data(expanded: Dataset, group: np.ndarray, name: str,
+               levels: Sequence[Hashable]) -> Dataset:
+    """The expanded items with the group as one more column: the data of the Bayesian model
+    of :func:`invariance_model`."""
+    return Dataset(np.column_stack([expanded.codes, group]), (*expanded.columns, name),
+                   (*expanded.labels, tuple(levels)))
+
+
+def invariance_model(structure: Structure, data, group, *,
+                     invariance: Invariance = "full") -> tuple[Structure, Dataset]:
+    """An invariance structure as a Bayesian latent class model and its data: the expanded
+    items (module docstring) and the group as one more item, so that ``P(class, group)`` has
+    a Dirichlet prior that every structure shares and the item tables (one per invariant
+    item, one per group for a free item) have Dirichlet priors as everywhere in lcbayes.
+    ``lcbayes.numpyro_model(model)`` is its NumPyro model; any lcbayes evidence engine takes
+    ``(model, data)`` (:func:`lcbayes.compare_invariance` uses SMC).
+
+    Rows are read as :func:`lcbayes.em` with ``group=`` reads them (rows without a group or
+    with every item missing left out, with a warning)."""
+    rows = group_rows(structure, data, group, stacklevel=2)
+    name = str(group) if isinstance(group, str) else str(getattr(group, "name", None) or "group")
+    items = structure.observed_names
+    layout = GroupLayout(name, rows.levels, tuple(items), rows.items.labels,
+                         resolve_invariance(invariance, items))
+    joint = joint_data(layout.expand(rows.items, rows.group), rows.group, name, rows.levels)
+    return latent_class(joint, int(structure.n_classes or 1),
+                        name=structure.nodes[structure.root]), joint
