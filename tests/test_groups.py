@@ -324,3 +324,20 @@ def test_the_bayesian_model_is_the_joint_of_the_conditional_and_the_group(gss08,
                                        abs=1e-5)
     assert model.n_parameters == full.n_parameters + len(counts) - 1
     assert joint.columns == (*ITEMS, "DEGREE") and joint.n_rows == 352
+
+
+@pytest.mark.slow  # two SMC programs compiled
+def test_cli_compare_writes_the_table_and_figures(capsys, tmp_path):
+    report = tmp_path / "invariance.md"
+    assert main(["compare", str(GSS08), "--n-classes", "3", "--group", "DEGREE", "--columns",
+                 ",".join(ITEMS), "--invariance", "full;POOR", "--restarts", "5",
+                 "--engine-option", "smc.particles=32", "--markdown", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "partial: POOR" in out and "Most probable:" in out and "wrote" in out
+    text = report.read_text()
+    assert "| full |" in text or "| full " in text
+    assert (tmp_path / "invariance-prevalences.png").is_file()
+    assert (tmp_path / "invariance-profiles.png").is_file()
+    assert main(["compare", str(GSS08), "--n-classes", "3", "--group", "DEGREE", "--columns",
+                 ",".join(ITEMS), "--engine-option", "ais.chains=4"]) == 2
+    assert "not ['ais']" in capsys.readouterr().err

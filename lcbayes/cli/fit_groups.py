@@ -8,7 +8,8 @@ is neither the group nor a covariate). ``fit`` prints the fit (:func:`lcbayes.em
 is ``full`` (default), ``none`` or a comma-separated list of the group-specific items.
 ``compare`` compares invariance structures by their evidence
 (:func:`lcbayes.compare_invariance`): ``all`` (default) or structures separated by ``;``
-(e.g. ``"full;none;HLTH,POOR"``); ``--markdown`` writes the table with the figures of
+(e.g. ``"full;none;HLTH,POOR"``), ``--engine-option smc.NAME=VALUE`` passes options to
+:func:`lcbayes.smc`; ``--markdown`` writes the table with the figures of
 prevalences by group and of the items whose profiles differ most. ``--json`` prints the
 result's ``to_dict()``.
 """
@@ -24,7 +25,7 @@ from pathlib import Path
 from ..constructors import latent_class
 from ..data import Dataset
 from ..engines.em import em
-from .common import UsageError
+from .common import UsageError, parse_engine_options
 from .fit_covariates import read_columns
 
 __all__ = ["add_arguments", "run_compare_groups", "run_fit_groups"]
@@ -101,10 +102,16 @@ def run_compare_groups(args: argparse.Namespace) -> int:
     if covariates:
         raise UsageError("compare --group compares invariance structures without covariates; "
                          "fit them with lcbayes fit --group G --covariates ...")
+    engines = parse_engine_options(args.engine_option)
+    other = sorted(set(engines) - {"smc"})
+    if other:
+        raise UsageError(f"compare --group estimates evidence by SMC: --engine-option takes "
+                         f"smc.NAME=VALUE, not {other}")
     spec = args.invariance or "all"
     invariance = spec if spec == "all" else [s.strip() for s in spec.split(";") if s.strip()]
     result = compare_invariance(latent_class(data, _classes(args)), frame, args.group,
                                 invariance=invariance, seed=args.seed,
+                                smc_options=engines.get("smc"),
                                 **({} if args.restarts is None else {"restarts": args.restarts}))
     if args.markdown:
         _write_markdown(result, Path(args.markdown))
