@@ -265,6 +265,12 @@ class GroupResult:
         if covs:
             lines.append(f"membership ~ {layout.group} + {' + '.join(covs)} (group-specific "
                          "intercepts, common slopes)")
+        if covs:
+            table = self.fit.coefficients()
+            group_terms = {"(Intercept)", *(f"{layout.group}{v}" for v in layout.levels)}
+            table = table[~table["term"].isin(group_terms)]
+            lines += ["", "Covariate coefficients (log odds against class 1, every group)",
+                      table.to_string(index=False, float_format="{:.5g}".format)]
         if self.aligned_to is not None:
             lines.append(f"No item is invariant, so the classes are not tied across groups: "
                          f"each group's classes were matched to those of {self.aligned_to!r} "
@@ -293,6 +299,7 @@ class GroupResult:
                   f"G^2: {self.gsq:.6f} (against the saturated table in {self.n_strata} strata)",
                   f"AIC(glca scale): {-2 * self.aic:.6f}",
                   f"BIC(glca scale): {-2 * self.bic:.6f}",
+                  f"aBIC: {-2 * self.abic:.6f}, CAIC: {-2 * self.caic:.6f} (deviance scale)",
                   f"restarts: {self.fit.restarts}, best reached by "
                   f"{int((self.fit.restart_logliks > self.loglik - 1e-6).sum())}"]
         return "\n".join(lines)
@@ -311,7 +318,7 @@ class GroupResult:
             "saturated_loglik": self.saturated_loglik, "n_strata": self.n_strata,
             "n_rows": self.n_rows, "aligned_to": self.aligned_to, "loglik": self.loglik,
             "n_parameters": self.n_parameters, "df": self.df, "gsq": self.gsq,
-            "aic": self.aic, "bic": self.bic,
+            "aic": self.aic, "bic": self.bic, "abic": self.abic, "caic": self.caic,
             "prevalences": self.prevalences().to_dict(orient="records")})
 
     @classmethod
