@@ -296,7 +296,7 @@ def test_compare_invariance_ranks_structures_with_error_bars(gss08, tmp_path, ca
         warnings.simplefilter("ignore")
         result = lcb.compare_invariance(structure, frame, "DEGREE",
                                         invariance=["full", "none", ["POOR"]], restarts=5,
-                                        smc_options={"particles": 64, "runs": 4})
+                                        engine_options={"smc": {"particles": 64, "runs": 4}})
     table = result.table.set_index("invariance")
     assert list(table.index) == ["full", "none", "partial: POOR"]
     assert table["posterior_prob"].sum() == pytest.approx(1.0)
@@ -340,4 +340,4 @@ def test_cli_compare_writes_the_table_and_figures(capsys, tmp_path):
     assert (tmp_path / "invariance-profiles.png").is_file()
     assert main(["compare", str(GSS08), "--n-classes", "3", "--group", "DEGREE", "--columns",
                  ",".join(ITEMS), "--engine-option", "ais.chains=4"]) == 2
-    assert "not ['ais']" in capsys.readouterr().err
+    assert "only 'smc' options" in capsys.readouterr().err

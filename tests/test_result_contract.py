@@ -132,9 +132,9 @@ CASES: dict[str, Callable[[dict], object]] = {
         bootstrap=2, restarts=1),
     # one structure; SMC as in the SMCResult case (the group one more item: one more program)
     "InvarianceComparisonResult": lambda done: lcb.compare_invariance(
-        lc2(), data(), _groups(), invariance=["full"], restarts=2, smc_options={
+        lc2(), data(), _groups(), invariance=["full"], restarts=2, engine_options={"smc": {
             "particles": 8, "runs": 2, "max_runs": 2, "target_stderr": None,
-            "mode_jumps": False}),
+            "mode_jumps": False}}),
 }
 
 @pytest.fixture(scope="module")

@@ -103,15 +103,11 @@ def run_compare_groups(args: argparse.Namespace) -> int:
         raise UsageError("compare --group compares invariance structures without covariates; "
                          "fit them with lcbayes fit --group G --covariates ...")
     engines = parse_engine_options(args.engine_option)
-    other = sorted(set(engines) - {"smc"})
-    if other:
-        raise UsageError(f"compare --group estimates evidence by SMC: --engine-option takes "
-                         f"smc.NAME=VALUE, not {other}")
     spec = args.invariance or "all"
     invariance = spec if spec == "all" else [s.strip() for s in spec.split(";") if s.strip()]
     result = compare_invariance(latent_class(data, _classes(args)), frame, args.group,
                                 invariance=invariance, seed=args.seed,
-                                smc_options=engines.get("smc"),
+                                engine_options=engines,
                                 **({} if args.restarts is None else {"restarts": args.restarts}))
     if args.markdown:
         _write_markdown(result, Path(args.markdown))

@@ -174,8 +174,9 @@ def _specs(invariance, items: Sequence[str]) -> list[tuple[str, ...]]:
 
 
 def compare_invariance(structure: Structure, data, group, *, invariance="all",
-                       restarts: int = 20, seed=0, search: bool = True,
-                       smc_options: dict | None = None) -> InvarianceComparisonResult:
+                       restarts: int = 10, seed=0, search: bool = True,
+                       engine_options: dict[str, dict] | None = None
+                       ) -> InvarianceComparisonResult:
     """Compare invariance structures of a multiple-group latent class model by their
     evidence (module docstring).
 
@@ -185,11 +186,12 @@ def compare_invariance(structure: Structure, data, group, *, invariance="all",
             one label per row).
         group: the group column's name, or one label per row.
         invariance: ``"all"`` or a list of structures (``"full"``, ``"none"``, item lists).
-        restarts: EM restarts of every structure's fit (the no-invariance fit gets ten times
-            as many: its likelihood has many local maxima).
+        restarts: EM restarts of every structure's fit (the no-invariance fit gets twenty
+            times as many: its likelihood has many local maxima).
         seed: every fit's and every evidence's seed.
         search: with ``"all"``, the forward search over several free items.
-        smc_options: options of :func:`lcbayes.smc` (particles, runs, target_stderr, ...).
+        engine_options: ``{"smc": {...}}``: options of :func:`lcbayes.smc` (particles, runs,
+            target_stderr, ...), as :func:`lcbayes.compare` takes them.
     """
     started = time.perf_counter()
     if structure.kind != "latent_class":
@@ -200,7 +202,12 @@ def compare_invariance(structure: Structure, data, group, *, invariance="all",
     labels = pd.Categorical(np.asarray(rows.levels, dtype=object)[rows.group],
                             categories=list(rows.levels))
     cov = covariate_design(pd.DataFrame({name: labels}), [name], name="group")
-    options = dict(smc_options or {})
+    engine_options = dict(engine_options or {})
+    other = sorted(set(engine_options) - {"smc"})
+    if other:
+        raise ArgumentError(f"engine_options: the evidence is SMC's, so only 'smc' options "
+                            f"apply, not {other}")
+    options = dict(engine_options.get("smc", {}))
     fits: dict[str, GroupResult] = {}
     evidences: dict[str, SMCResult] = {}
     steps: dict[str, str] = {}
@@ -217,8 +224,8 @@ def compare_invariance(structure: Structure, data, group, *, invariance="all",
                 fits[label] = fit_layout(
                     layout, rows.items, rows.group, cov, n_rows=len(rows.kept),
                     class_name=structure.nodes[structure.root], n_classes=k,
-                    restarts=restarts * (10 if len(free) == len(items) else 1), seed=seed,
-                    tol=1e-8, max_iter=5000, batch_size=None, standard_errors="empirical")
+                    restarts=restarts * (20 if len(free) == len(items) else 1), seed=seed,
+                    tol=1e-8, max_iter=2000, batch_size=None, standard_errors="empirical")
             joint = joint_data(layout.expand(rows.items, rows.group), rows.group, name,
                                rows.levels)
             evidences[label] = smc(latent_class(joint, k, name=structure.nodes[structure.root]),

@@ -129,7 +129,8 @@ def fit_layout(layout: GroupLayout, items: Dataset, group: np.ndarray, cov: Cova
                              batch_size=batch_size)
         fit = replace(fit, restart_logliks=start.restart_logliks,
                       restart_n_iter=start.restart_n_iter,
-                      restart_converged=start.restart_converged, restarts=start.restarts)
+                      restart_converged=start.restart_converged, restarts=start.restarts,
+                      seconds=start.seconds + fit.seconds)
     used = cov.kept
     saturated, strata = saturated_fit(items.codes[used], items.cardinalities, group[used],
                                       cov.matrix[used])

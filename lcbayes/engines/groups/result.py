@@ -9,6 +9,7 @@ glca's goodness of fit (``G^2`` against the saturated table per stratum and its 
 
 Example::
 
+    items = lcb.Dataset.from_pandas(frame[["DEFECT", "HLTH", "RAPE", "POOR", "SINGLE", "NOMORE"]])
     fit = lcb.em(lcb.latent_class(items, 3), frame, group="DEGREE", invariance="none",
                  restarts=200, seed=0, standard_errors="empirical")
     print(fit.summary())
