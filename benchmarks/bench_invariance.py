@@ -203,10 +203,9 @@ def report(results: dict, args) -> str:
                            "under a minute"],
                           [[r["label"], f(r["seconds"], 1), str(len(r["table"])), r["best"],
                             "yes" if r["seconds"] < 60 else "no"] for r in gss["runs"]])
-        lines += ["", "The warm call, per structure (EM s is `fit.fit.seconds`, SMC s "
-                  "`evidences[label].seconds`; for `none` EM s is only the final refit from "
-                  "the label-aligned start, not its 200 restarts: `fit_layout` replaces the "
-                  "result's `seconds` with the refit's):", ""]
+        lines += ["", "The warm call, per structure (EM s is `fit.fit.seconds`, restarts and "
+                  "for `none` the refit from the label-aligned start; SMC s "
+                  "`evidences[label].seconds`):", ""]
         lines += comparison_table(gss["runs"][-1])
         lines += ["", "Standalone `lcb.em(structure, frame, group=\"DEGREE\", invariance=...)`, "
                   "full with 20 restarts, none with 300, beside glca 1.4.2 (AIC and BIC on "
