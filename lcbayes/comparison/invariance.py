@@ -20,9 +20,11 @@ more non-invariant items are found without fitting all ``2^J`` structures).
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,6 +46,7 @@ from ..render import json_value
 from ..samplers.smc_evidence import smc
 from ..samplers.smc_result import SMCResult
 from ..structure import Structure
+from ..validation import check_int
 from .evidence import posterior_probabilities
 
 __all__ = ["InvarianceComparisonResult", "compare_invariance"]
@@ -175,8 +178,8 @@ def _specs(invariance, items: Sequence[str]) -> list[tuple[str, ...]]:
 
 def compare_invariance(structure: Structure, data, group, *, invariance="all",
                        restarts: int = 10, seed=0, search: bool = True,
-                       engine_options: dict[str, dict] | None = None
-                       ) -> InvarianceComparisonResult:
+                       engine_options: dict[str, dict] | None = None,
+                       workers: int | None = None) -> InvarianceComparisonResult:
     """Compare invariance structures of a multiple-group latent class model by their
     evidence (module docstring).
 
@@ -192,6 +195,8 @@ def compare_invariance(structure: Structure, data, group, *, invariance="all",
         search: with ``"all"``, the forward search over several free items.
         engine_options: ``{"smc": {...}}``: options of :func:`lcbayes.smc` (particles, runs,
             target_stderr, ...), as :func:`lcbayes.compare` takes them.
+        workers: how many structures are fitted and their evidences estimated side by side
+            (threads; default: the CPU count). The numbers depend on ``seed`` alone.
     """
     started = time.perf_counter()
     if structure.kind != "latent_class":
@@ -214,29 +219,37 @@ def compare_invariance(structure: Structure, data, group, *, invariance="all",
     seconds: dict[str, tuple[float, float]] = {}
     k = int(structure.n_classes or 1)
 
-    def run(free: tuple[str, ...], step: str) -> float:
-        label = invariance_label(free, items)
-        if label not in fits:
-            clock = time.perf_counter()
-            layout = GroupLayout(name, rows.levels, items, rows.items.labels, free)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                fits[label] = fit_layout(
-                    layout, rows.items, rows.group, cov, n_rows=len(rows.kept),
-                    class_name=structure.nodes[structure.root], n_classes=k,
-                    restarts=restarts * (20 if len(free) == len(items) else 1), seed=seed,
-                    tol=1e-8, max_iter=2000, batch_size=None, standard_errors="empirical")
-            joint = joint_data(layout.expand(rows.items, rows.group), rows.group, name,
-                               rows.levels)
-            evidences[label] = smc(latent_class(joint, k, name=structure.nodes[structure.root]),
-                                   joint, seed=seed, **options)
-            steps[label] = step
-            seconds[label] = (time.perf_counter() - clock, evidences[label].seconds)
-        return evidences[label].log_evidence
+    workers = check_int(os.cpu_count() or 1 if workers is None else workers, "workers", 1)
 
-    specs = _specs(invariance, items)
-    for free in specs:
-        run(free, "listed")
+    def one(free: tuple[str, ...]) -> tuple[GroupResult, SMCResult, float]:
+        clock = time.perf_counter()
+        layout = GroupLayout(name, rows.levels, items, rows.items.labels, free)
+        fit = fit_layout(layout, rows.items, rows.group, cov, n_rows=len(rows.kept),
+                         class_name=structure.nodes[structure.root], n_classes=k,
+                         restarts=restarts * (20 if len(free) == len(items) else 1),
+                         seed=seed, tol=1e-8, max_iter=2000, batch_size=None,
+                         standard_errors="empirical")
+        joint = joint_data(layout.expand(rows.items, rows.group), rows.group, name, rows.levels)
+        evidence = smc(latent_class(joint, k, name=structure.nodes[structure.root]), joint,
+                       seed=seed, **options)
+        return fit, evidence, time.perf_counter() - clock
+
+    def evaluate(frees: Sequence[tuple[str, ...]], step: str) -> None:
+        """Fit and estimate the structures not done yet, ``workers`` at a time."""
+        todo = [f for f in dict.fromkeys(frees) if invariance_label(f, items) not in fits]
+        with warnings.catch_warnings(), ThreadPoolExecutor(max_workers=workers) as pool:
+            warnings.simplefilter("ignore")     # one structure's warnings are the fit's own
+            done = list(pool.map(one, todo))
+        for free, (fit, evidence, wall) in zip(todo, done, strict=True):
+            label = invariance_label(free, items)
+            fits[label], evidences[label], steps[label] = fit, evidence, step
+            seconds[label] = (wall, evidence.seconds)
+
+    def run(free: tuple[str, ...], step: str) -> float:
+        evaluate([free], step)
+        return evidences[invariance_label(free, items)].log_evidence
+
+    evaluate(_specs(invariance, items), "listed")
     if search and isinstance(invariance, str) and len(items) > 2:
         base = run((), "listed")
         promising = [i for i in items if run((i,), "listed") > base]
@@ -247,6 +260,7 @@ def compare_invariance(structure: Structure, data, group, *, invariance="all",
                       for extra in promising if extra not in current]
             if not trials:
                 break
+            evaluate(trials, "search")
             best = max(trials, key=lambda f: run(f, "search"))
             if run(best, "search") <= run(current, "search"):
                 break
