@@ -365,14 +365,17 @@ def test_new_bar_uses_tqdm_auto_where_ipywidgets_is_installed(monkeypatch):
 
 
 # ---------------------------------------------------------------------- notebook 01
+@pytest.mark.slow  # CI time: a cold run is about 45 s (docs/notebooks.md)
 def test_notebook_01_runs(notebook_01):
     check_runs(notebook_01)
 
 
+@pytest.mark.slow  # CI time: a cold run is about 45 s (docs/notebooks.md)
 def test_notebook_01_shows_every_figure_as_an_image(notebook_01):
     check_figures(notebook_01)
 
 
+@pytest.mark.slow  # CI time: a cold run is about 45 s (docs/notebooks.md)
 def test_notebook_01_prints_no_warning_from_a_dependency(notebook_01):
     check_quiet(notebook_01)
 
