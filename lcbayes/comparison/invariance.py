@@ -202,7 +202,7 @@ def compare_invariance(structure: Structure, data, group, *, invariance="all",
     if structure.kind != "latent_class":
         raise ArgumentError("compare_invariance needs a latent class structure (lcb.latent_class)")
     rows = group_rows(structure, data, group, stacklevel=2)
-    name = str(group) if isinstance(group, str) else str(getattr(group, "name", None) or "group")
+    name = rows.name
     items = tuple(structure.observed_names)
     labels = pd.Categorical(np.asarray(rows.levels, dtype=object)[rows.group],
                             categories=list(rows.levels))

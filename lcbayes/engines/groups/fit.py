@@ -65,7 +65,7 @@ def fit_groups(structure: Structure, data, group, *, invariance: Invariance = "f
         raise ArgumentError("group= needs a latent class structure (lcb.latent_class), got a "
                             f"{structure.kind} structure")
     rows = group_rows(structure, data, group, stacklevel=3)
-    name = str(group) if isinstance(group, str) else str(getattr(group, "name", None) or "group")
+    name = rows.name
     items = structure.observed_names
     free = resolve_invariance(invariance, items)
     layout = GroupLayout(name, rows.levels, tuple(items), rows.items.labels, free)

@@ -86,12 +86,14 @@ class GroupedRows:
         group: ``(n,)`` group codes of those rows (indexes ``levels``).
         levels: the group labels in code order.
         kept: ``(n_rows,)`` which rows of the input were kept.
+        name: the group column's name (``"group"`` for unnamed labels).
     """
 
     items: Dataset
     group: np.ndarray
     levels: tuple[Hashable, ...]
     kept: np.ndarray
+    name: str
 
 
 def _group_series(data, group, n_rows: int) -> pd.Series:
@@ -151,7 +153,7 @@ def group_rows(structure: Structure, data, group, *, stacklevel: int = 2) -> Gro
     remap[present] = np.arange(len(present))
     kept_items = Dataset(items.codes[kept], items.columns, items.labels)
     return GroupedRows(kept_items, remap[codes[kept]].astype(np.int64),
-                       tuple(levels[i] for i in present), kept)
+                       tuple(levels[i] for i in present), kept, name)
 
 
 @dataclass(frozen=True)
@@ -249,7 +251,7 @@ def invariance_model(structure: Structure, data, group, *,
     Rows are read as :func:`lcbayes.em` with ``group=`` reads them (rows without a group or
     with every item missing left out, with a warning)."""
     rows = group_rows(structure, data, group, stacklevel=2)
-    name = str(group) if isinstance(group, str) else str(getattr(group, "name", None) or "group")
+    name = rows.name
     items = structure.observed_names
     layout = GroupLayout(name, rows.levels, tuple(items), rows.items.labels,
                          resolve_invariance(invariance, items))
