@@ -89,6 +89,8 @@ API: dict[str, str] = {
     "posterior_k": "lcbayes.samplers.rjmcmc",
     "smc": "lcbayes.samplers.smc_evidence",
     "SMCResult": "lcbayes.samplers.smc_result",
+    "bridge_sampling": "lcbayes.samplers.gibbs_bridge",
+    "BridgeResult": "lcbayes.samplers.gibbs_bridge",
     "allocation_sampler": "lcbayes.samplers.allocation",
     "AllocationResult": "lcbayes.samplers.allocation",
     "condition_on_k": "lcbayes.samplers.idata",

@@ -52,7 +52,11 @@ def add_parser(sub) -> None:
                     "flags.")
     add_data_arguments(cmp)
     cmp.add_argument("--n-classes", help="numbers of latent classes: a range 1-5, a list "
-                                         "1,2,4 or both (2-4,6)")
+                                         "1,2,4 or both (2-4,6), or auto (classes added "
+                                         "until the evidence has peaked)")
+    cmp.add_argument("--max-classes", type=int, default=None,
+                     help=f"with --n-classes auto: the most classes tried (default "
+                          f"{default(compare, 'max_classes')})")
     cmp.add_argument("--structure", action="append", default=[],
                      help="JSON file of an HLC or DAG candidate (repeatable; named by the "
                           "file name)")
@@ -134,7 +138,13 @@ def run(args: argparse.Namespace) -> int:
         return run_compare_groups(args)
     if args.n_classes is None and not args.structure:
         raise UsageError("give --n-classes (e.g. 1-5) and/or --structure FILE.json")
-    ks = parse_classes(args.n_classes) if args.n_classes is not None else []
+    auto = args.n_classes is not None and args.n_classes.strip().lower() == "auto"
+    if auto and args.structure:
+        raise UsageError("--n-classes auto compares latent class models alone; leave out "
+                         "--structure or give the numbers of classes")
+    if args.max_classes is not None and not auto:
+        raise UsageError("--max-classes goes with --n-classes auto")
+    ks = parse_classes(args.n_classes) if args.n_classes is not None and not auto else []
     check_output(args.report, "--report")
     check_output(args.markdown, "--markdown")
     extra: dict[str, Any] = {}
@@ -149,9 +159,14 @@ def run(args: argparse.Namespace) -> int:
                  "bayes_factors": args.bayes_factors == "yes"}
     else:
         data = read_data(args)
-    candidates = {f"LC({k})": latent_class(data, k) for k in ks}
+    candidates: dict[str, Any] | None = {f"LC({k})": latent_class(data, k) for k in ks}
+    if auto:
+        candidates = None
+        extra.update({"n_classes": "auto", **({} if args.max_classes is None else
+                                               {"max_classes": args.max_classes})})
     for path in args.structure:
         name = Path(path).stem
+        assert candidates is not None  # --structure is refused with auto
         if name in candidates:
             raise UsageError(f"two candidates are called {name!r}; rename a structure file")
         candidates[name] = structure_file(path, data)

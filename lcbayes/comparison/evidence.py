@@ -1,10 +1,5 @@
-"""The choice of each candidate's log evidence, and posterior model probabilities.
-
-``log_evidence`` is the best estimate available per row: among the methods with an
-:class:`~.registry.EvidenceRole` that have a finite value, the one of lowest ``priority``
-(exact 0, AIS 1, VB 2) that no flag of the row vetoes (an AIS estimate flagged
-``ais_below_vbem`` is known to be too low); ``evidence_method`` names it (``"none"`` if there is
-none). Under a uniform prior over the candidates::
+"""Posterior model probabilities from the candidates' log evidences (which estimate each row
+uses is :mod:`lcbayes.comparison.policy`'s rule). Under a uniform prior over the candidates::
 
     p(m | y) = exp(L_m - logsumexp_m' L_m'),        log_bayes_factor_m = L_m - max_m' L_m'
 
@@ -22,9 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import logsumexp
 
-from . import registry
-
-__all__ = ["POSTERIOR_DRAWS", "POSTERIOR_LEVEL", "choose_evidence", "posterior_probabilities"]
+__all__ = ["POSTERIOR_DRAWS", "POSTERIOR_LEVEL", "posterior_probabilities"]
 
 #: Monte Carlo draws behind ``posterior_low`` / ``posterior_high``.
 POSTERIOR_DRAWS = 4000
@@ -64,21 +57,3 @@ def posterior_probabilities(
     low[ok] = np.minimum(np.quantile(sample, tail, axis=0), prob[ok])
     high[ok] = np.maximum(np.quantile(sample, 1.0 - tail, axis=0), prob[ok])
     return prob, low, high
-
-
-def choose_evidence(row: dict, flags: Sequence[str]) -> tuple[float, str, float]:
-    """``(log_evidence, evidence_method, stderr)`` of one row of scores with the names of its
-    flags (module docstring)."""
-    roles = sorted(((m.evidence, m.name) for m in registry.methods() if m.evidence is not None),
-                   key=lambda pair: pair[0].priority)
-    for role, name in roles:
-        value = row.get(role.value, np.nan)
-        if not np.isfinite(value) or any(f in flags for f in role.vetoed_by):
-            continue
-        if isinstance(role.stderr, str):
-            se = row.get(role.stderr, np.nan)
-            se = float(se) if np.isfinite(se) else np.nan
-        else:
-            se = float(role.stderr)
-        return float(value), name, se
-    return np.nan, "none", np.nan

@@ -1,6 +1,7 @@
 """Diagnostic flags of the comparison table (registry :class:`~.registry.Flag`), in the order
-they are listed, with the thresholds behind them (and the two-letter code of each in the narrow
-plain-text table, :data:`SHORT_CODES`):
+they are listed, with the rules behind them (the thresholds of the evidence flags live in
+:mod:`lcbayes.comparison.policy`; the two-letter code of each in the narrow plain-text table is
+in :data:`SHORT_CODES`):
 
 * ``ais_below_vbem``: ``ais < elbo - AIS_BELOW_VBEM_SE * ais_stderr`` with the *uncorrected*
   bound. ``F`` is a guaranteed lower bound, so the AIS run has not found the posterior mass:
@@ -43,9 +44,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engines.annealing import LOW_ESS_FRACTION, NO_ESTIMATE_ESS
 from ..engines.em_result import EMResult
 from ..render import plural
+from .policy import AIS_BELOW_VBEM_SE, AIS_MIN_ESS_FRACTION, AIS_NO_ESTIMATE_ESS, AIS_OFF_EXACT_SE
 from .registry import Flag, register_flag
 
 __all__ = ["AIS_BELOW_VBEM", "AIS_BELOW_VBEM_SE", "AIS_LOW_ESS", "AIS_MIN_ESS_FRACTION",
@@ -54,16 +55,6 @@ __all__ = ["AIS_BELOW_VBEM", "AIS_BELOW_VBEM_SE", "AIS_LOW_ESS", "AIS_MIN_ESS_FR
            "LOCAL_OPTIMUM_TOL", "NOT_CONVERGED", "SHORT_CODES", "SINGULAR_LEVEL", "short_code",
            "singular_reasons"]
 
-#: ``ais_below_vbem`` fires when AIS is below the uncorrected VB bound by more than this many
-#: AIS standard errors.
-AIS_BELOW_VBEM_SE = 3.0
-#: ``ais_low_ess`` fires when the AIS effective sample size is below this fraction of the chains.
-AIS_MIN_ESS_FRACTION = LOW_ESS_FRACTION
-#: ``ais_no_estimate`` fires when the AIS effective number of chains is below this.
-AIS_NO_ESTIMATE_ESS = NO_ESTIMATE_ESS
-#: ``ais_off_exact`` fires when AIS misses the exact evidence by more than this many standard
-#: errors.
-AIS_OFF_EXACT_SE = 3.0
 #: ``bic_singular`` (1): a class share within this many standard errors of zero is "empty".
 EMPTY_CLASS_Z = 2.0
 #: ``bic_singular`` (2, 3): significance level of the "identical classes" and "no gain" tests.
@@ -277,7 +268,9 @@ EM_FLAGS = (NOT_CONVERGED, EM_LOCAL_OPTIMUM, BIC_SINGULAR)
 #: ``--wide``), explained under it.
 SHORT_CODES = {"ais_below_vbem": "AB", "ais_low_ess": "AE", "ais_no_estimate": "AN",
                "ais_off_exact": "AX", "chib_unreliable": "CU", "not_converged": "NC",
-               "em_local_optimum": "LO", "bic_singular": "SG"}
+               "em_local_optimum": "LO", "bic_singular": "SG", "evidence_disagree": "ED",
+               "smc_below_vbem": "SB", "smc_reference_moving": "RM", "smc_no_estimate": "SN",
+               "chib_disagree": "CD"}
 
 
 def short_code(name: str) -> str:

@@ -18,16 +18,19 @@ Each runs with the comparison's ``seed`` (and ``restarts`` where it has them) an
   fit exists, one more started from it (so ``elbo >= cs``, Beal & Ghahramani Corollary 6.2),
   all in one call.
 * ``ais``: :func:`lcbayes.ais`.
-* ``smc``: :func:`lcbayes.smc` (SMC over the rows; for latent class candidates checked by
-  bridge sampling) with the candidate's share of ``time_limit``; ``None`` for a structure with
-  more than ``MAX_ENUMERATED_STATES`` joint hidden states.
+* ``smc``: :func:`lcbayes.smc` (reference-tempered SMC for latent class candidates, the
+  particle filter over the rows for HLC trees and DAGs) with the candidate's share of
+  ``time_limit``; ``None`` for a structure with more than ``MAX_ENUMERATED_STATES`` joint
+  hidden states.
+* ``bridge``: :func:`lcbayes.bridge_sampling` (latent class candidates; ``None`` otherwise),
+  the second, independent estimate beside ``smc``.
 * ``laplace``: :func:`lcbayes.laplace` (Whiley §4.3: the MAP fit in the softmax basis,
   Dirichlet(1) prior), every variant from one Hessian.
 * ``chib``: :func:`lcbayes.chib` (Whiley §4.2), for latent class candidates of at most 7
   classes (``None`` otherwise).
 
-EM, VBEM, SMC (up to :data:`SMC_PADDING_ROWS` rows) and AIS (``"rw"`` kernel) run latent class
-candidates with ``pad_classes`` (the largest number of classes among them,
+EM, VBEM, SMC and bridge sampling (up to :data:`SMC_PADDING_ROWS` rows) and AIS (``"rw"``
+kernel) run latent class candidates with ``pad_classes`` (the largest number of classes among them,
 :mod:`lcbayes.engines.padding`), so each compiles once for all of them.
 
 :class:`CandidateFits` hands a candidate's results to the methods' ``values``.
@@ -49,6 +52,7 @@ from ..engines.laplace import laplace
 from ..engines.vbem import vbem
 from ..indices import classification_quality
 from ..lrt import blrt, lmr
+from ..samplers.gibbs_bridge import bridge_sampling
 from ..samplers.smc_evidence import smc
 from ..structure import MAX_ENUMERATED_STATES, Structure
 from .registry import Column, Need, register_need
@@ -160,6 +164,14 @@ def _smc(structure, data, settings, fits):
                **_options(settings, "smc"), **padding)
 
 
+def _bridge(structure, data, settings, fits):
+    if structure.kind != "latent_class":
+        return None
+    padding = _padding(structure, settings) if data.n_rows <= SMC_PADDING_ROWS else {}
+    return bridge_sampling(structure, data, seed=settings["seed"],
+                           **_options(settings, "bridge"), **padding)
+
+
 def _laplace(structure, data, settings, fits):
     return laplace(structure, data, restarts=settings["restarts"], seed=settings["seed"],
                    **_options(settings, "laplace"))
@@ -187,5 +199,6 @@ register_need(Need("lmr", "LMR", _lmr, side_by_side=False, engine=_no_options))
 register_need(Need("blrt", "BLRT", _blrt, side_by_side=False, engine=blrt))
 register_need(Need("ais", "AIS", _ais, after=(), engine=ais))
 register_need(Need("smc", "SMC", _smc, after=(), engine=smc))
+register_need(Need("bridge", "bridge sampling", _bridge, after=(), engine=bridge_sampling))
 register_need(Need("laplace", "Laplace", _laplace, after=(), engine=laplace))
 register_need(Need("chib", "Chib", _chib, after=(), engine=chib))

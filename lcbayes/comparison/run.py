@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -35,6 +36,7 @@ from ..render import versions
 from ..structure import Structure
 from ..validation import Seed, as_dataset, check_int, check_positive, check_seed, seed_record
 from . import registry
+from .auto import AUTO_MAX_CLASSES, auto_classes
 from .candidates import candidates as candidate_list
 from .candidates import check_methods
 from .covariate_effects import covariate_effects, split_columns
@@ -171,7 +173,8 @@ def compare(
     data: Dataset | pd.DataFrame,
     candidates: Sequence[Structure] | Mapping[str, Structure] | None = None,
     *,
-    n_classes: Iterable[int] | int | None = None,
+    n_classes: Iterable[int] | int | Literal["auto"] | None = None,
+    max_classes: int = AUTO_MAX_CLASSES,
     methods: Sequence[str] | str | None = None,
     seed: Seed = 0,
     restarts: int = _EM["restarts"].default,
@@ -194,7 +197,12 @@ def compare(
             as a list (named ``"LC(3)"``, ``"HLC(...)"``, ``"DAG(...)"``) or ``{name:
             structure}``. Give this or ``n_classes``.
         n_classes: numbers of latent classes, e.g. ``range(1, 6)``: shorthand for
-            ``[lcb.latent_class(data, k) for k in n_classes]``.
+            ``[lcb.latent_class(data, k) for k in n_classes]``; or ``"auto"``: classes added
+            until the criterion has peaked (:func:`~.auto.auto_classes`: from ``K = 1, 2, 3``, more
+            ``K`` until the two largest both lie below the best by more than
+            :data:`~lcbayes.comparison.policy.DISAGREE_SE` combined standard errors), at most
+            ``max_classes``.
+        max_classes: the cap of ``n_classes="auto"``.
         methods: names of registered methods (:func:`lcbayes.comparison.selectable_methods`;
             built in: ``bic``, ``bic_e``, ``aic``, ``icl``, ``cs``, ``bicp``, ``abic``,
             ``caic``, ``entropy`` (one ML EM fit serves them all), ``lmr``, ``blrt`` (each
@@ -263,6 +271,30 @@ def compare(
     restarts = check_int(restarts, "restarts", 1)
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
+    workers = check_int(os.cpu_count() or 1 if workers is None else workers, "workers", 1)
+    common = {"methods": methods, "seed": seed, "restarts": restarts, "exact": exact,
+              "time_limit": time_limit, "engine_options": engine_options,
+              "progress": progress, "workers": workers, "executor": executor,
+              "scheduler": scheduler, "frame": frame, "covariates": covariates,
+              "distal": distal, "bayes_factors": bayes_factors}
+    if isinstance(n_classes, str):
+        if n_classes != "auto":
+            raise LcbayesError(f"n_classes must be numbers of classes or 'auto', got "
+                               f"{n_classes!r}")
+        if candidates is not None:
+            raise LcbayesError("give exactly one of candidates or n_classes='auto'")
+        cap = check_int(max_classes, "max_classes", 1)
+        result = auto_classes(lambda ks: _compare(data, None, ks, **{**common, "frame": None}),
+                              cap, workers)
+        return result if frame is None else _with_effects(result, frame, **common)
+    return _compare(data, candidates, n_classes, **common)
+
+
+def _compare(data: Dataset, candidates, n_classes, *, methods: tuple[str, ...], seed,
+             restarts: int, exact, time_limit: float | None, engine_options, progress,
+             workers: int, executor, scheduler, frame, covariates, distal,
+             bayes_factors: bool) -> ComparisonResult:
+    """:func:`compare` of checked arguments on one set of candidates."""
     names, structures = candidate_list(data, candidates, n_classes)
     if frame is not None and any(st.kind != "latent_class" for st in structures):
         raise LcbayesError("covariates and distal need latent class candidates (n_classes=...)")
@@ -272,7 +304,6 @@ def compare(
     show = sys.stderr.isatty() if progress is None else bool(progress)
     sizes = [st.n_classes for st in structures if st.n_classes is not None]
     pad_classes = max(sizes) if len(set(sizes)) > 1 else None
-    workers = check_int(os.cpu_count() or 1 if workers is None else workers, "workers", 1)
     settings = {"seed": seed, "restarts": restarts, "pad_classes": pad_classes,
                 "options": options, "progress": show and workers == 1,
                 "smc_time_limit": None if time_limit is None else time_limit / len(structures)}
@@ -300,21 +331,31 @@ def compare(
               if use_em else "restarts prior draws",
               "model_prior": "uniform"}
     used = seed_record(seed)
-    seeds = {"em": used, "vbem": used, "smc": used, "ais": used, "posterior": used,
+    seeds = {"em": used, "vbem": used, "smc": used, "bridge": used, "ais": used, "posterior": used,
              "effective_dimension": 0}
-    effects = None
-    if frame is not None:
-        ks = [int(st.n_classes or 1) for st in structures]
-        begun = time.perf_counter()
-        effects = covariate_effects(data, frame, covariates or [], ks, distal=distal, seed=seed,
-                                    restarts=restarts, bayes_factors=bayes_factors)
-        seconds["covariates"] = time.perf_counter() - begun
-        seconds["total"] = time.perf_counter() - started
-    return ComparisonResult(
+    result = ComparisonResult(
         names=tuple(names), structures=tuple(structures), methods=methods,
         fits={k: tuple(v) for k, v in fits.items()}, exact_notes=tuple(notes), data=data,
-        settings=record, seeds=seeds, seconds=seconds, versions=versions(),
-        covariate_effects=effects)
+        settings=record, seeds=seeds, seconds=seconds, versions=versions())
+    return result if frame is None else _with_effects(
+        result, frame, covariates=covariates, distal=distal, seed=seed, restarts=restarts,
+        bayes_factors=bayes_factors, started=started)
+
+
+def _with_effects(result: ComparisonResult, frame, *, covariates, distal, seed, restarts: int,
+                  bayes_factors: bool, started: float | None = None, **_) -> ComparisonResult:
+    """``result`` with the covariate effects of every latent class candidate
+    (:mod:`.covariate_effects`) and their seconds."""
+    ks = [int(st.n_classes or 1) for st in result.structures]
+    begun = time.perf_counter()
+    effects = covariate_effects(result.data, frame, covariates or [], ks, distal=distal,
+                                seed=seed, restarts=restarts, bayes_factors=bayes_factors)
+    seconds = {**result.seconds, "covariates": time.perf_counter() - begun}
+    if started is not None:
+        seconds["total"] = time.perf_counter() - started
+    else:
+        seconds["total"] = seconds.get("total", 0.0) + seconds["covariates"]
+    return replace(result, seconds=seconds, covariate_effects=effects)
 
 
 def _jsonable(options: dict[str, dict]) -> dict[str, dict]:

@@ -44,8 +44,9 @@ from ..errors import LcbayesError
 from ..render import fmt_setting, plural
 from ..structure import Structure
 from . import registry
-from .evidence import choose_evidence, posterior_probabilities
+from .evidence import posterior_probabilities
 from .needs import CandidateFits
+from .policy import choose_evidence
 from .table_json import comparison_from_dict, comparison_to_dict, metadata, summary_dict
 
 if TYPE_CHECKING:

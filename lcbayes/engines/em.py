@@ -79,7 +79,7 @@ if TYPE_CHECKING:
     from .regression.fit import DistalType
     from .regression.result import RegressionResult
 
-__all__ = ["EMResult", "EMRuns", "em", "em_runner", "order_classes", "run_em"]
+__all__ = ["EMResult", "EMRuns", "em", "em_restarts", "em_runner", "order_classes", "run_em"]
 
 
 def _log(tables):
@@ -161,6 +161,23 @@ def run_em(structure: Structure, patterns, weights, alphas, tol_total, starts, l
     run = em_runner(structure, patterns, weights, alphas, tol_total, limit, max_iter, shift,
                     accelerate, tying, complete, held, vmapped=batch_size > 1)
     return squarem.map_restarts(run, starts, batch_size)
+
+
+def em_restarts(structure: Structure, data, *, restarts: int, seed: Seed = 0,
+                tol: float = 1e-8, max_iter: int = 2000) -> EMRuns:
+    """Every restart of a maximum-likelihood fit (SQUAREM, :func:`em`'s random starts and
+    stopping rule), NumPy, unordered: the optima a data-informed reference is built from
+    (:mod:`lcbayes.samplers.reference`). ``data`` must already fit ``structure``."""
+    patterns, weights = jnp.asarray(data.patterns), jnp.asarray(data.counts)
+    starts = _starts(structure, patterns, weights, jax.random.split(prng_key(seed), restarts))
+    batch_size = check_batching(None, restarts)
+    tol_total = tol * max(data.n_observed_rows, 1)
+
+    def run(batch, limit):
+        return run_em(structure, patterns, weights, None, tol_total, batch, limit, max_iter,
+                      0.0, batch_size, True, complete=complete_columns(data.patterns))
+
+    return run_restarts(run, starts, max_iter, None, 1)[0]
 
 
 @partial(jax.jit, static_argnums=0)

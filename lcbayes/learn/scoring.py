@@ -49,7 +49,7 @@ SCORES = {
     "aic": "AIC, LL - d",
     "icl": "ICL-BIC, BIC - entropy of the class memberships",
     "vbem": "alias-corrected variational lower bound F + ln S (one VBEM run per score)",
-    "smc": "ln p(y | m) by SMC over the rows (lcb.smc, seed 0; bridge-checked for latent "
+    "smc": "ln p(y | m) by SMC (lcb.smc, seed 0: tempered from a reference for latent "
            "class models; slowest)",
 }
 
@@ -114,8 +114,8 @@ class Scorer:
         result = smc(structure, self.data, seed=0)
         if not np.isfinite(result.log_evidence):
             raise LcbayesError(f"score='smc': lcb.smc gave no estimate for {structure.kind} "
-                               f"structure ({result.smc_reason}; {result.bridge_reason}); "
-                               "use score='vbem' or lcb.smc with more particles")
+                               f"structure ({result.reason}); use score='vbem' or lcb.smc "
+                               "with more particles")
         return result.log_evidence
 
 

@@ -20,17 +20,15 @@ eq. 4.1, iterated from the importance sampling estimate)::
 
     r = mean_j [ p~ / (s_1 p~ + s_2 r q) ](theta~_j) / mean_i [ q / (s_1 p~ + s_2 r q) ](theta_i),
 
-``s_i = n_i / (n_1 + n_2)``. The allocation draws and the posterior draws come from different
-particles of one SMC run (:mod:`lcbayes.samplers.smc`), so ``q`` is not fitted to the draws it
-is bridged with; independent runs give independent estimates, whose spread is the error bar
-(:mod:`lcbayes.samplers.smc_result`).
+``s_i = n_i / (n_1 + n_2)``. The allocation draws and the posterior draws come from different halves
+of Gibbs chains (:mod:`lcbayes.samplers.gibbs_bridge`), so ``q`` is not fitted to the draws it
+is bridged with; independent runs give independent estimates, whose spread is the error bar.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
-from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -41,8 +39,8 @@ from jax.scipy.special import gammaln, logsumexp
 from .gibbs import LCPrior, draw_dirichlets
 from .particles import Particles, pattern_loglik
 
-__all__ = ["BRIDGE_ITERATIONS", "Components", "bridge_estimate", "components_of", "draw_q",
-           "log_permanent", "log_prior", "log_q"]
+__all__ = ["BRIDGE_ITERATIONS", "Components", "batch_size", "bridge_fixed_point",
+           "components_of", "draw_q", "log_permanent", "log_prior", "log_q", "log_target"]
 
 #: Fixed-point iterations of the bridge equation (it converges in a few dozen).
 BRIDGE_ITERATIONS = 200
@@ -160,36 +158,40 @@ def draw_q(key, prior: LCPrior, categories, k, components: Particles):
     return log_w[relabel], log_t[relabel]
 
 
-@partial(jax.jit, static_argnames=("draws",))
-def bridge_estimate(key, one_hot, counts, categories, prior: LCPrior, k, components: Particles,
-                    posterior: Particles, *, draws: int) -> tuple[jax.Array, jax.Array]:
-    """``(ln r, ln IS)``: the bridge estimate of ``ln p(y | K)`` (module docstring) from the
-    allocation counts of ``components`` and the parameters of ``posterior`` (draws from it),
-    with ``draws`` draws from ``q``; and the plain importance sampling estimate from those."""
-    def log_target(log_w, log_t):
-        return (counts @ pattern_loglik(one_hot, categories, log_w, log_t)
-                + log_prior(prior, categories, k, log_w, log_t))
+def bridge_fixed_point(l1: jax.Array, l2: jax.Array, log_w1: jax.Array | None = None,
+                       iterations: int = BRIDGE_ITERATIONS) -> tuple[jax.Array, jax.Array]:
+    """``(ln r, ln IS)``: Meng & Wong's (1996, eq. 4.1) optimal bridge estimate of the
+    normaliser of an unnormalised density ``f`` from ``l1 = ln f - ln q`` at draws from
+    ``f / r`` and ``l2 = ln f - ln q`` at draws from the normalised ``q``, iterated from the
+    importance sampling estimate ``ln IS = ln mean exp(l2)``::
 
-    parts = components_of(prior, categories, k, components)
+        r = mean_j [f / (s_1 f + s_2 r q)](q draws) / E_f[q / (s_1 f + s_2 r q)],
 
-    def ratio(log_w, log_t):
-        return log_target(log_w, log_t) - log_q(categories, k, parts, log_w, log_t)
-
-    q_w, q_t = jax.vmap(lambda key: draw_q(key, prior, categories, k, components))(
-        jax.random.split(key, draws))
-    slots = prior.delta.shape[0]
-    batch = max(1, BATCH_TERMS // (components.n_k.shape[0] * slots * 2 ** slots))
-    n1, n2 = posterior.log_weights.shape[0], draws
-    both = jax.lax.map(lambda p: ratio(*p),
-                       (jnp.concatenate([q_w, posterior.log_weights]),
-                        jnp.concatenate([q_t, posterior.log_theta])), batch_size=batch)
-    l2, l1 = both[:n2], both[n2:]
+    ``s_i = n_i / (n_1 + n_2)``. ``log_w1``: log importance weights of the draws from ``f``
+    where they come from another density (the expectation over ``f`` is then their weighted
+    mean, and ``n_1`` their effective number)."""
+    if log_w1 is None:
+        log_w1 = jnp.zeros(l1.shape)
+    log_w1 = log_w1 - logsumexp(log_w1)
+    n1 = jnp.exp(-logsumexp(2.0 * log_w1))          # effective number of the f draws
+    n2 = l2.shape[0]
     log_s1, log_s2 = jnp.log(n1 / (n1 + n2)), jnp.log(n2 / (n1 + n2))
     log_is = logsumexp(l2) - jnp.log(n2)
 
     def iterate(log_r, _):
         num = logsumexp(l2 - jnp.logaddexp(log_s1 + l2, log_s2 + log_r)) - jnp.log(n2)
-        den = logsumexp(-jnp.logaddexp(log_s1 + l1, log_s2 + log_r)) - jnp.log(n1)
+        den = logsumexp(log_w1 - jnp.logaddexp(log_s1 + l1, log_s2 + log_r))
         return num - den, None
 
-    return jax.lax.scan(iterate, log_is, None, length=BRIDGE_ITERATIONS)[0], log_is
+    return jax.lax.scan(iterate, log_is, None, length=iterations)[0], log_is
+
+
+def log_target(one_hot, counts, categories, prior: LCPrior, k, log_w, log_t) -> jax.Array:
+    """``ln p(y | pi, theta) + ln p(pi, theta)`` of one point (classes summed out)."""
+    return (counts @ pattern_loglik(one_hot, categories, log_w, log_t)
+            + log_prior(prior, categories, k, log_w, log_t))
+
+
+def batch_size(components: int, slots: int) -> int:
+    """Points whose ``ln q`` are computed at once (about :data:`BATCH_TERMS` subset terms)."""
+    return max(1, BATCH_TERMS // (components * slots * 2 ** slots))

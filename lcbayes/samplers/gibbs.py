@@ -50,6 +50,7 @@ from jax.scipy.special import gammaln, logsumexp
 from ..data import Dataset
 from ..engines.gamma_sampler import log_gamma
 from ..engines.run_record import start_engine
+from ..errors import ArgumentError
 from ..params import PriorSpec, proper_prior_tables
 from ..render import json_value
 from ..structure import Structure
@@ -60,7 +61,7 @@ from .network_gibbs import check_network, network_gibbs
 from .results import GibbsResult
 
 __all__ = ["GibbsResult", "LCData", "LCPrior", "LCState", "gibbs", "gibbs_sweep", "keyed_sweep",
-           "lc_data", "scan_chains"]
+           "lc_data", "scan_chains", "symmetric_prior"]
 
 #: Smallest padded pattern and row axes (:func:`lc_data`): small data sets share one program.
 MIN_PATTERNS, MIN_ROWS = 16, 64
@@ -132,6 +133,24 @@ def lc_data(data: Dataset) -> LCData:
     categories = np.arange(width)[None, :] < cards[:, None]
     # NumPy arrays here: the samplers take jnp.asarray of every field (LCData(*map(...)))
     return LCData(one_hot, counts, rows, row_weights, categories)  # type: ignore[arg-type]  # NumPy
+
+
+def symmetric_prior(structure: Structure, prior: PriorSpec, slots: int, categories: np.ndarray
+              ) -> LCPrior:
+    """Dirichlet pseudo-counts on ``slots`` class slots, the same for every class (the label
+    symmetry that the evidence engines' relabelling sums assume; other priors are refused).
+    ``categories``: ``(J, R)`` True where item ``j`` has category ``r``."""
+    tables = proper_prior_tables(structure, prior, "smc")
+    weights = np.asarray(tables[0][0], dtype=np.float64)
+    if not np.allclose(weights, weights[0]) or any(
+            not np.allclose(t, t[:1]) for t in tables[1:]):
+        raise ArgumentError("the evidence engines need the same prior for every class "
+                            "(label-symmetric): give prior='dirichlet', a number, or per-node "
+                            "tables whose class rows are equal")
+    lam = np.ones((slots, *categories.shape))
+    for j, table in enumerate(tables[1:]):
+        lam[:, j, :table.shape[1]] = table[0]
+    return LCPrior(jnp.full(slots, weights[0]), jnp.asarray(lam))
 
 
 def class_log_lik(one_hot, categories, log_theta) -> jax.Array:

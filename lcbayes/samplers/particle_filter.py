@@ -1,5 +1,5 @@
-"""The particle filter over the rows behind :func:`lcbayes.smc`, for any model whose hidden
-variables of one row can be enumerated (:class:`RowModel`).
+"""The particle filter over the rows behind :func:`lcbayes.smc` for HLC trees and DAGs, for any
+model whose hidden variables of one row can be enumerated (:class:`RowModel`).
 
 A particle filter for the hidden states of the rows with the parameters integrated out (Chen &
 Liu 2000; Fearnhead 2004, "Particle filters for mixture models with an unknown number of
@@ -17,9 +17,7 @@ for any order). Adding row ``i``:
 4. **Resample-move** when the effective sample size ``1 / sum W^2`` falls below
    ``ess_target M`` (and after the last row): systematic resampling, then ``sweeps`` exact
    data-augmentation Gibbs sweeps at the posterior of the rows added so far (the parameters
-   are auxiliary, so the move leaves ``p(z | y_1..n)`` invariant); where the rows added have
-   passed a point of the grid ``JUMP_RATIO^g`` since the last such move (and after the last
-   row), the model's mode-jumping move first (:attr:`RowModel.jump`), if it has one.
+   are auxiliary, so the move leaves ``p(z | y_1..n)`` invariant).
 
 **Tempering within a row.** Where one row's weights ``w_m`` are so unequal that adding it
 whole would leave an effective sample size below :data:`TEMPER_ESS` ``M`` (many items with
@@ -46,7 +44,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 
-__all__ = ["BISECTIONS", "JUMP_FROM", "JUMP_RATIO", "MAX_TEMPER_STEPS", "TEMPER_ESS", "RowModel",
+__all__ = ["BISECTIONS", "MAX_TEMPER_STEPS", "TEMPER_ESS", "RowModel",
            "filter_rows", "inverse_cdf"]
 
 #: A row whose full weight would leave an effective sample size below this fraction of the
@@ -56,11 +54,6 @@ TEMPER_ESS = 0.5
 MAX_TEMPER_STEPS = 64
 #: Bisection halvings that choose a tempered step.
 BISECTIONS = 40
-#: A model's mode-jumping move (:attr:`RowModel.jump`) is made at the first resample-move
-#: after the rows added pass a point of the grid ``JUMP_RATIO^g`` (and after the last row).
-JUMP_RATIO = 1.1
-#: No mode-jumping move before this many rows (the posterior is broad, the sweeps mix).
-JUMP_FROM = 16
 
 
 class _Loop(NamedTuple):
@@ -70,7 +63,6 @@ class _Loop(NamedTuple):
     moves: jax.Array        # resample-move steps so far
     key: jax.Array
     history: jax.Array      # (max_moves, 2): rows added before each resampling, their ESS
-    grid: jax.Array         # the grid point of the last mode-jumping move
 
 
 def _ess_fraction(log_w: jax.Array) -> jax.Array:
@@ -121,18 +113,12 @@ class RowModel(NamedTuple):
         sweep: ``(n, state, key) -> state`` after one exact data-augmentation Gibbs sweep at the
             posterior of the first ``n`` rows (parameters from their Dirichlet posteriors, then
             every row's hidden state given them).
-        jump: ``(n, state, key) -> state`` after a move between the modes of the posterior of
-            the first ``n`` rows that leaves it invariant (as
-            :mod:`lcbayes.samplers.mode_jump`'s), made before the sweeps of the resample-moves
-            at which the rows pass a point of a geometric grid (:data:`JUMP_RATIO`), or
-            ``None``.
     """
 
     start: object
     log_predictive: Callable
     add: Callable
     sweep: Callable
-    jump: Callable | None = None
 
 
 def filter_rows(key, model: RowModel, total: int, ess_target, temper_ess, *, particles: int,
@@ -141,7 +127,7 @@ def filter_rows(key, model: RowModel, total: int, ess_target, temper_ess, *, par
     caller's ``jax.jit``): the final loop state, whose ``log_z`` is ``ln Z_hat``."""
     log_target = jnp.log(ess_target * particles)
     start = _Loop(model.start, jnp.full(particles, -jnp.log(particles)), jnp.asarray(0.0),
-                  jnp.asarray(0), key, jnp.zeros((max_moves, 2)), jnp.asarray(-1))
+                  jnp.asarray(0), key, jnp.zeros((max_moves, 2)))
 
     def resampled(loop: _Loop, n, carried):
         """Systematic resampling of the particles (and of ``carried``, per particle), the
@@ -159,12 +145,7 @@ def filter_rows(key, model: RowModel, total: int, ess_target, temper_ess, *, par
     def resample_move(loop: _Loop, n) -> _Loop:
         can_move = loop.moves < max_moves
         loop, (moved, _), k_move = resampled(loop, n, None)
-        keys = jax.random.split(k_move, sweeps + (model.jump is not None))
-        if model.jump is not None:
-            grid = jnp.floor(jnp.log(n) / jnp.log(JUMP_RATIO)).astype(loop.grid.dtype)
-            due = can_move & (n >= JUMP_FROM) & ((grid > loop.grid) | (n == total))
-            moved = jax.lax.cond(due, model.jump, lambda n, p, k: p, n, moved, keys[sweeps])
-            loop = loop._replace(grid=jnp.where(due, grid, loop.grid))
+        keys = jax.random.split(k_move, sweeps)
         for s in range(sweeps):   # a few sweeps: unrolled
             moved = jax.lax.cond(can_move, model.sweep, lambda n, p, k: p, n, moved, keys[s])
         return loop._replace(particles=moved)

@@ -1,6 +1,5 @@
-"""The particles of a latent class model's SMC run (:mod:`lcbayes.samplers.smc`), as its moves
-(:mod:`lcbayes.samplers.mode_jump`) and bridge sampling (:mod:`lcbayes.samplers.bridge`) read
-them."""
+"""Posterior draws of a latent class model as bridge sampling (:mod:`lcbayes.samplers.bridge`)
+reads them: parameters and the class counts of the allocation they were drawn from."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ __all__ = ["Particles", "pattern_loglik"]
 
 
 class Particles(NamedTuple):
-    """``M`` particles: ``log_weights (M, S)`` (``-inf`` on inactive slots), ``log_theta (M, S,
+    """``M`` draws: ``log_weights (M, S)`` (``-inf`` on inactive slots), ``log_theta (M, S,
     J, R)``, and the class counts of the Gibbs step that drew them, ``n_k (M, S)`` and
     ``n_kjr (M, S, J, R)`` (zeros for prior draws)."""
 

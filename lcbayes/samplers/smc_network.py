@@ -1,12 +1,13 @@
 """Sequential Monte Carlo over the rows for any network the enumeration engine sums: HLC trees
-and DAGs with hidden variables (:mod:`lcbayes.samplers.smc` does latent class models).
+and DAGs with hidden variables (latent class models are tempered from a reference instead,
+:mod:`lcbayes.samplers.tempered_smc`).
 
-The particle filter is :func:`lcbayes.samplers.smc.filter_rows` (rows added one at a time,
-resample-move with exact data-augmentation Gibbs sweeps, tempering within a row whose weights
-would collapse). What changes is the particle: the flat counts ``n`` of every conditional
-probability table's entries (:mod:`lcbayes.inference.flat`) over the rows added so far, with
-their hidden variables completed. For the next row ``y`` and every joint state ``e`` of the
-enumerated nodes (:mod:`lcbayes.inference.enumeration`),
+The particle filter is :func:`lcbayes.samplers.particle_filter.filter_rows` (rows added one at
+a time, resample-move with exact data-augmentation Gibbs sweeps, tempering within a row whose
+weights would collapse). What changes is the particle: the flat counts ``n`` of every
+conditional probability table's entries (:mod:`lcbayes.inference.flat`) over the rows added so
+far, with their hidden variables completed. For the next row ``y`` and every joint state ``e``
+of the enumerated nodes (:mod:`lcbayes.inference.enumeration`),
 
     p(y, e | n) = prod_i (lambda_i[pa(e), v_i] + n_i[pa(e), v_i]) / (sum_v lambda_i[pa(e), v]
                   + n_i[pa(e), .])
@@ -19,9 +20,7 @@ exact. The Gibbs sweep draws every table row from its Dirichlet posterior
 ``Dir(lambda + n)``, then every added row's joint state from ``p(e | y, theta)`` (the same
 engine), and recounts.
 
-Bridge sampling needs the class symmetry of a latent class model (its importance density is
-symmetrised over the relabellings of one hidden variable), so these runs give the SMC estimate
-alone; its error bar is the spread of independent runs, as for latent class models.
+Its error bar is the spread of independent runs, each with its own row order.
 """
 
 from __future__ import annotations
@@ -40,8 +39,8 @@ from ..inference import enumeration, flat
 from ..inference.estep import Evidence
 from ..params import PriorSpec, proper_prior_tables
 from ..structure import MAX_ENUMERATED_STATES, Structure
+from .allocations import PrefixClass, holding, ordered_rows, prefix_classes, sorted_allocations
 from .particle_filter import RowModel, filter_rows
-from .smc import PrefixClass, holding, ordered_rows, prefix_classes, sorted_allocations
 
 __all__ = ["NetworkData", "network_data", "network_prior", "run_network_smc"]
 
@@ -53,7 +52,7 @@ class NetworkData(NamedTuple):
         rows: ``(N,)`` each row's pattern (numbered by first occurrence in the order).
         evidence: the patterns' evidence for the enumeration engine (sliced per row and per
             prefix class).
-        classes: the :class:`~lcbayes.samplers.smc.PrefixClass` of every size class, largest
+        classes: the :class:`~lcbayes.samplers.allocations.PrefixClass` of every size class, largest
             first.
     """
 
@@ -91,7 +90,7 @@ def run_network_smc(key, data: NetworkData, lam, ess_target, temper_ess, *,
                     structure: Structure, particles: int, sweeps: int, max_moves: int
                     ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """One SMC run (module docstring) from ``key``: ``(ln Z_hat, resample-move steps,
-    history)`` as :func:`lcbayes.samplers.smc.run_smc` gives them."""
+    history)`` as :func:`lcbayes.samplers.particle_filter.filter_rows` gives them."""
     shapes = structure.table_shapes
     entry_rows = flat.entry_rows(shapes)
     n_rows = int(entry_rows[-1]) + 1

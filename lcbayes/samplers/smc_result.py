@@ -1,34 +1,18 @@
-"""What :func:`lcbayes.smc` returns: two estimates of ``ln p(y | K)`` from independent runs, their
-error bars, and whether each can be trusted.
+"""What :func:`lcbayes.smc` returns: ``ln p(y | K)`` from independent runs, an error bar that
+carries every source of error the engine knows, and how the reference was settled.
 
-Each of ``R`` independent runs gives two estimates: the SMC product of mean weights
-``Z_r`` (unbiased for ``Z``; :mod:`lcbayes.samplers.smc`) and the bridge sampling estimate
-``B_r`` from the run's final particles (:mod:`lcbayes.samplers.bridge`).
+Each of ``R`` independent runs gives ``ln Z_r``, an unbiased estimate of ``Z`` (the log evidence
+of a run of :mod:`lcbayes.samplers.tempered_smc`, or of the particle filter over the rows for
+HLC trees and DAGs). The estimate is ``ln mean_r Z_r`` with the delta method's standard error
+``sd(Z_r) / (sqrt(R) mean Z_r)``, scaled by ``t_{R-1}(0.975) / z(0.975)`` so that ``estimate +/-
+1.96 s.e.`` is the Student-t interval that ``R`` runs support (8 runs: 1.21; 4: 1.62).
 
-* ``smc_log_evidence = ln mean_r Z_r``, with the delta method's standard error
-  ``sd(Z_r) / (sqrt(R) mean Z_r)`` (as for AIS chains).
-* ``bridge_log_evidence = mean_r ln B_r``, with standard error ``sd(ln B_r) / sqrt(R)``, over
-  the runs not stuck (:func:`stuck_runs`): a run whose particles all sit in a minor mode of the
-  posterior bridges only that mode's mass, so its estimate falls far below the others' (40
-  nats, one run in six, at election K = 5). Runs more than :data:`STUCK_NATS` below the runs'
-  median are left out while they are fewer than half of them, and counted
-  (``bridge_stuck``). Bridge sampling fails low this way, never high, so the rule only drops
-  runs that missed mass.
-
-Both standard errors are scaled by ``t_{R-1}(0.975) / z(0.975)``, so that the normal interval
-``estimate +/- 1.96 s.e.`` is the Student-t interval that ``R`` runs support (with 8 runs the
-factor is 1.21; with 4, 1.62).
-
-**Honest failure.** An estimate with fewer than :data:`MIN_RUNS` finished runs, or whose runs'
-log estimates have a standard deviation above :data:`MAX_RUN_SD` nats (then the mean of so few
-skewed values is not a measured value, and its spread no error bar), is no estimate: its value
-is NaN and ``smc_reason`` / ``bridge_reason`` say why. ``agree`` says whether the two estimates
-lie within twice their combined standard error of each other. ``log_evidence`` is the more
-precise of the two where they agree, the larger where they disagree, else whichever is an
-estimate. Both fail low: the SMC product is unbiased for ``Z`` but, where its weights are
-heavily skewed, its typical value lies far below the mean (election, 12 items: 6-17 nats below
-bridge sampling and Chib's estimator, which agree), and bridge sampling misses the posterior
-mass its importance density does not reach.
+**Graded, not refused.** Every candidate with two finished runs gets an estimate and an error
+bar, however wide: a wide bar is information, a refusal is not. One more source of error widens
+it: where adding reference components still moved the estimate at the largest reference
+(``reference_stable`` false), the last move is added in quadrature (``stderr = hypot(runs' s.e.,
+moved)``). Fewer than :data:`MIN_RUNS` finished runs give no standard error, and no runs no
+estimate; ``reason`` says why.
 """
 
 from __future__ import annotations
@@ -42,19 +26,12 @@ from scipy.special import logsumexp, ndtri, stdtrit
 
 from ..render import fmt, json_value
 
-__all__ = ["MAX_RUN_SD", "MIN_RUNS", "ROUNDING", "STUCK_NATS", "SMCResult", "run_statistics",
-           "stuck_runs"]
+__all__ = ["MIN_RUNS", "ROUNDING", "SMCResult", "run_statistics"]
 
 #: Fewest finished runs behind a standard error.
 MIN_RUNS = 2
-#: Differences below this many nats are rounding (both estimators are exact at one class).
+#: Differences below this many nats are rounding.
 ROUNDING = 1e-6
-#: Largest standard deviation of the runs' log estimates, in nats, for which their mean is
-#: reported as an estimate.
-MAX_RUN_SD = 1.0
-#: A bridge run this many nats below the runs' median is stuck in a minor mode (module
-#: docstring); five standard deviations of the largest spread still reported.
-STUCK_NATS = 5.0 * MAX_RUN_SD
 
 
 def _t_factor(runs: int) -> float:
@@ -62,39 +39,20 @@ def _t_factor(runs: int) -> float:
     return float(stdtrit(runs - 1, 0.975) / ndtri(0.975))
 
 
-def stuck_runs(values: np.ndarray) -> np.ndarray:
-    """``(R,)`` True for the bridge runs stuck in a minor mode (module docstring): more than
-    :data:`STUCK_NATS` below the median of three or more finished runs, while fewer than half
-    of them are."""
-    values = np.asarray(values, dtype=np.float64)
-    finite = np.isfinite(values)
-    if finite.sum() < 3:
-        return np.zeros(values.shape, dtype=bool)
-    stuck = finite & (values < np.median(values[finite]) - STUCK_NATS)
-    return stuck if 2 * stuck.sum() < finite.sum() else np.zeros(values.shape, dtype=bool)
-
-
-def run_statistics(values: np.ndarray, pooled: bool) -> tuple[float, float, str]:
+def run_statistics(values: np.ndarray) -> tuple[float, float, str]:
     """``(estimate, standard error, reason)`` of the runs' log estimates ``values`` (module
-    docstring): ``pooled`` takes the log of the mean of ``exp(values)`` (SMC), else the mean
-    of the logs (bridge). The reason is empty for an estimate, else it says why there is none
-    (then the estimate and its error are NaN)."""
+    docstring): the log of the mean of ``exp(values)`` over the finished (finite) runs. The
+    reason is empty where both exist, else it says what is missing (NaN)."""
     values = np.asarray(values, dtype=np.float64)
     finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return math.nan, math.nan, "no run finished"
+    estimate = float(logsumexp(finite) - math.log(finite.size))
     if finite.size < MIN_RUNS:
-        return (math.nan, math.nan,
-                f"{finite.size} finished run(s); a standard error needs {MIN_RUNS}")
-    spread = float(finite.std(ddof=1))
-    if spread > MAX_RUN_SD:
-        return (math.nan, math.nan,
-                f"the runs' estimates have a standard deviation of {spread:.2f} nats (> "
-                f"{MAX_RUN_SD:g}): too few particles for this model")
+        return estimate, math.nan, f"{finite.size} finished run; a standard error needs {MIN_RUNS}"
+    scaled = np.exp(finite - finite.max())
     factor = _t_factor(finite.size) / math.sqrt(finite.size)
-    if pooled:
-        scaled = np.exp(finite - finite.max())
-        return (float(logsumexp(finite) - math.log(finite.size)),
-                float(scaled.std(ddof=1) / scaled.mean() * factor), "")
-    return float(finite.mean()), float(finite.std(ddof=1) * factor), ""
+    return estimate, float(scaled.std(ddof=1) / scaled.mean() * factor), ""
 
 
 @dataclass(frozen=True, repr=False)
@@ -102,78 +60,69 @@ class SMCResult:
     """Result of :func:`lcbayes.smc`.
 
     Attributes:
-        log_evidence, stderr: the chosen estimate and its standard error (module docstring;
-            NaN where neither is an estimate).
-        smc_log_evidence, smc_stderr, smc_reason: the SMC estimate (module docstring); the
-            reason is empty for an estimate, else why there is none.
-        bridge_log_evidence, bridge_stderr, bridge_reason: the same for bridge sampling.
-        agree: the two estimates lie within twice their combined standard error (False where
-            either is missing).
-        run_smc, run_bridge: ``(R,)`` every run's ``ln Z_r`` and ``ln B_r``.
-        bridge_stuck: bridge runs left out as stuck in a minor mode (module docstring).
-        run_steps, run_seconds: ``(R,)`` SMC steps and seconds of every run.
+        log_evidence, stderr: the estimate and its standard error (module docstring; the
+            interval ``log_evidence +/- 1.96 stderr``).
+        runs_stderr: the standard error from the runs' spread alone.
+        reason: empty for an estimate with a standard error, else what is missing and why.
+        run_log_evidence: ``(R,)`` every run's ``ln Z_r`` of the final round (NaN for a run
+            that did not reach the posterior within its steps).
+        run_steps, run_seconds: ``(R,)`` temperatures (SMC steps) and seconds of every run.
+        run_components: ``(R,)`` reference components of every run (0 for the particle filter).
+        run_correction: ``(R,)`` every run's final correction less ``ln K!`` (0 where the
+            relabelled copies of the modes are apart; ``-ln 2`` per pair of classes that
+            coincide or per reference component that duplicates another; NaN for the particle
+            filter).
+        moved: how much the estimate moved when the last round doubled the reference
+            components (NaN after one round).
+        reference_stable: whether the reference was settled: one round had every distinct
+            optimum, or the last doubling moved the estimate by less than its error bars.
         n_classes: ``K`` of a latent class model (``None`` for other structures); particles,
-            sweeps, ess_target, bridge_draws: the settings.
-        seed, seconds: the seed and the wall-clock time (compilation included).
-        settings: the rest (``runs``, ``max_runs``, ``target_stderr``, ``max_particles``
-            and ``time_limit`` asked for; ``stopped``: why the last round's runs ended
-            (``runs``, ``target_stderr``, ``max_runs``, ``no_estimate`` or ``time_limit``);
-            ``rounds``: the earlier rounds with fewer particles (particles, runs, why they
-            stopped, their estimate); ``pad_classes``).
+            sweeps, ess_target: the settings of the final round.
+        method: ``"reference"`` (reference-tempered SMC, latent class models) or ``"rows"`` (the
+            particle filter over the rows, HLC trees and DAGs).
+        seed, seconds: the seed and the wall-clock time (compilation and the reference fits
+            included).
+        settings: the rest: what was asked for (``runs``, ``max_runs``, ``target_stderr``,
+            ``max_particles``, ``time_limit``, ``restarts``, ``max_components``), ``stopped``
+            (why the last round's runs ended), ``rounds`` (every earlier round: components,
+            particles, runs, estimate, s.e.) and the data's size.
     """
 
     log_evidence: float
     stderr: float
-    smc_log_evidence: float
-    smc_stderr: float
-    smc_reason: str
-    bridge_log_evidence: float
-    bridge_stderr: float
-    bridge_reason: str
-    agree: bool
-    run_smc: np.ndarray
-    run_bridge: np.ndarray
+    runs_stderr: float
+    reason: str
+    run_log_evidence: np.ndarray
     run_steps: np.ndarray
     run_seconds: np.ndarray
+    run_components: np.ndarray
+    run_correction: np.ndarray
+    moved: float
+    reference_stable: bool
     n_classes: int | None
     particles: int
     sweeps: int
     ess_target: float
-    bridge_draws: int
+    method: str
     seed: int | tuple[int, ...]
     seconds: float
     settings: dict = field(default_factory=dict)
-    bridge_stuck: int = 0
 
     @classmethod
-    def from_runs(cls, run_smc, run_bridge, bridge_unavailable: str = "", **fields
-                  ) -> SMCResult:
-        """The result of the runs' estimates and the other fields; ``bridge_unavailable``
-        says why there is no bridge estimate at all (its runs are then NaN)."""
-        run_smc = np.asarray(run_smc, dtype=np.float64)
-        run_bridge = np.asarray(run_bridge, dtype=np.float64)
-        smc, smc_se, smc_reason = run_statistics(run_smc, pooled=True)
-        stuck = stuck_runs(run_bridge)
-        bridge, bridge_se, bridge_reason = (
-            (math.nan, math.nan, bridge_unavailable) if bridge_unavailable
-            else run_statistics(run_bridge[~stuck], pooled=False))
-        agree = bool(np.isfinite(smc) and np.isfinite(bridge) and abs(smc - bridge)
-                     <= 2.0 * math.hypot(smc_se, bridge_se) + ROUNDING)
-        estimates = [(v, se) for v, se in ((bridge, bridge_se), (smc, smc_se)) if np.isfinite(v)]
-        if agree:
-            best, best_se = min(estimates, key=lambda pair: pair[1])
-        else:
-            best, best_se = max(estimates, default=(math.nan, math.nan))
-        return cls(log_evidence=best, stderr=best_se, smc_log_evidence=smc,
-                   smc_stderr=smc_se, smc_reason=smc_reason, bridge_log_evidence=bridge,
-                   bridge_stderr=bridge_se, bridge_reason=bridge_reason, agree=agree,
-                   run_smc=run_smc, run_bridge=run_bridge, bridge_stuck=int(stuck.sum()),
-                   **fields)
+    def from_runs(cls, run_log_evidence, *, moved: float = math.nan,
+                  reference_stable: bool = True, **fields) -> SMCResult:
+        """The result of the runs' estimates and the other fields (module docstring)."""
+        values = np.asarray(run_log_evidence, dtype=np.float64)
+        estimate, runs_se, reason = run_statistics(values)
+        unresolved = 0.0 if reference_stable or not np.isfinite(moved) else abs(moved)
+        return cls(log_evidence=estimate, stderr=float(math.hypot(runs_se, unresolved)),
+                   runs_stderr=runs_se, reason=reason, run_log_evidence=values, moved=moved,
+                   reference_stable=bool(reference_stable), **fields)
 
     @property
     def runs(self) -> int:
-        """Finished runs."""
-        return int(self.run_smc.size)
+        """Runs of the final round."""
+        return int(self.run_log_evidence.size)
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
         """Normal-theory interval ``log_evidence -/+ z * stderr``."""
@@ -181,56 +130,50 @@ class SMCResult:
         return self.log_evidence - z * self.stderr, self.log_evidence + z * self.stderr
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per run: ``run``, ``smc``, ``bridge``, ``steps``, ``seconds``."""
-        return pd.DataFrame({"run": np.arange(self.runs), "smc": self.run_smc,
-                             "bridge": self.run_bridge, "steps": self.run_steps,
-                             "seconds": self.run_seconds})
+        """One row per run of the final round: ``run``, ``log_evidence``, ``steps``,
+        ``components``, ``correction``, ``seconds``."""
+        return pd.DataFrame({"run": np.arange(self.runs), "log_evidence": self.run_log_evidence,
+                             "steps": self.run_steps, "components": self.run_components,
+                             "correction": self.run_correction, "seconds": self.run_seconds})
 
     def to_dict(self) -> dict:
         """JSON-ready dictionary (arrays as lists, NaN as None); :meth:`from_dict` reads it."""
-        return json_value({"method": "smc", **asdict(self)})
+        return json_value({"engine": "smc", **asdict(self)})
 
     @classmethod
     def from_dict(cls, spec: dict) -> SMCResult:
         """The result of :meth:`to_dict` (e.g. after a JSON round trip)."""
-        spec = {k: v for k, v in spec.items() if k != "method"}
-        for name in ("log_evidence", "stderr", "smc_log_evidence", "smc_stderr",
-                     "bridge_log_evidence", "bridge_stderr"):
+        spec = {k: v for k, v in spec.items() if k != "engine"}
+        for name in ("log_evidence", "stderr", "runs_stderr", "moved"):
             spec[name] = math.nan if spec[name] is None else float(spec[name])
-        for name in ("run_smc", "run_bridge", "run_seconds"):
+        for name in ("run_log_evidence", "run_seconds", "run_correction"):
             spec[name] = np.asarray([math.nan if v is None else v for v in spec[name]],
                                     dtype=np.float64)
-        spec["run_steps"] = np.asarray(spec["run_steps"], dtype=np.int64)
+        for name in ("run_steps", "run_components"):
+            spec[name] = np.asarray(spec[name], dtype=np.int64)
         seed = spec["seed"]
         return cls(**{**spec, "seed": seed if isinstance(seed, int) else tuple(seed)})
 
     def summary(self) -> str:
-        """A short printout: both estimates, or why one is missing."""
-        def line(name, value, se, reason):
-            if reason:
-                return f"  {name}: no estimate ({reason})"
-            return f"  {name}: ln p(y | m) = {fmt(value)} (s.e. {fmt(se)})"
-
-        verdict = ("agree within their error bars" if self.agree
-                   else "DISAGREE beyond their error bars" if
-                   np.isfinite(self.smc_log_evidence) and np.isfinite(self.bridge_log_evidence)
-                   else "cannot be compared")
+        """A short printout: the estimate, its error and where it came from."""
         model = (f"{self.n_classes} classes" if self.n_classes is not None
                  else f"a {self.settings.get('kind', 'network')} structure")
-        return "\n".join([
-            f"SMC over the rows, {model}: {self.runs} runs of "
-            f"{self.particles} particles, {self.sweeps} Gibbs sweeps per step, "
-            f"{fmt(self.seconds)} s",
-            line("SMC", self.smc_log_evidence, self.smc_stderr, self.smc_reason),
-            line("bridge sampling", self.bridge_log_evidence, self.bridge_stderr,
-                 self.bridge_reason),
-            *([f"    ({self.bridge_stuck} of {self.runs} bridge runs left out: more than "
-               f"{STUCK_NATS:g} nats below the runs' median, stuck in a minor mode)"]
-              if self.bridge_stuck else []),
-            f"  the two estimates {verdict}",
-            *([f"  after rounds with {', '.join(str(r['particles']) for r in rounds)} "
-               "particles that gave no estimate or too large an error"]
-              if (rounds := self.settings.get("rounds")) else [])])
+        path = ("tempered from a reference built from EM and VB optima" if
+                self.method == "reference" else "over the rows")
+        value = ("no estimate" if not np.isfinite(self.log_evidence)
+                 else f"ln p(y | m) = {fmt(self.log_evidence)}"
+                 + (f" (s.e. {fmt(self.stderr)})" if np.isfinite(self.stderr) else ""))
+        lines = [f"SMC {path}, {model}: {self.runs} runs of {self.particles} particles, "
+                 f"{self.sweeps} Gibbs sweep(s) per step, {fmt(self.seconds)} s",
+                 f"  {value}" + (f": {self.reason}" if self.reason else "")]
+        if self.method == "reference":
+            components = sorted({int(c) for c in self.run_components})
+            lines.append(f"  reference: {', '.join(map(str, components))} component(s) per run"
+                         + ("" if not np.isfinite(self.moved) else
+                            f"; the last doubling moved the estimate by {fmt(self.moved)}")
+                         + ("" if self.reference_stable else
+                            " (NOT settled: the move is added to the error bar)"))
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         return self.summary()

@@ -6,7 +6,8 @@ evidence of a row without an exact value, unless flagged ``ais_below_vbem`` (too
 from __future__ import annotations
 
 from ..flags import AIS_BELOW_VBEM, AIS_LOW_ESS, AIS_NO_ESTIMATE, AIS_OFF_EXACT
-from ..registry import Column, EvidenceRole, Method
+from ..policy import ROLES
+from ..registry import Column, Method
 
 __all__ = ["METHOD"]
 
@@ -26,7 +27,6 @@ METHOD = Method(
              Column("ais_ess", "AIS ESS", in_report=False)),
     values=_values, ranked="ais",
     flags=(AIS_BELOW_VBEM, AIS_LOW_ESS, AIS_NO_ESTIMATE, AIS_OFF_EXACT),
-    evidence=EvidenceRole(priority=1, value="ais", stderr="ais_stderr",
-                          vetoed_by=("ais_below_vbem", "ais_no_estimate")),
+    evidence=ROLES["ais"],
     plot=("AIS", "tab:red", "X"), default=False)
 

@@ -7,7 +7,8 @@ estimate of the log evidence after the exact value and AIS, unless flagged ``chi
 from __future__ import annotations
 
 from ..flags import CHIB_UNRELIABLE
-from ..registry import Column, EvidenceRole, Method
+from ..policy import ROLES
+from ..registry import Column, Method
 
 __all__ = ["METHOD"]
 
@@ -24,6 +25,5 @@ METHOD = Method(
     needs=("chib",),
     columns=(Column("chib", "Chib"), Column("chib_stderr", "Chib s.e.", in_report=False)),
     values=_values, ranked="chib", flags=(CHIB_UNRELIABLE,),
-    evidence=EvidenceRole(priority=1.5, value="chib", stderr="chib_stderr",
-                          vetoed_by=("chib_unreliable",)),
+    evidence=ROLES["chib"],
     plot=("Chib", "tab:purple", "*"), default=False)

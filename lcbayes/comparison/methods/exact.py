@@ -4,7 +4,8 @@ when present it is the row's log evidence."""
 
 from __future__ import annotations
 
-from ..registry import Column, EvidenceRole, Method
+from ..policy import ROLES
+from ..registry import Column, Method
 
 __all__ = ["METHOD"]
 
@@ -17,6 +18,6 @@ def _values(fits) -> dict[str, float]:
 METHOD = Method(
     name="exact", description="the exact evidence (small problems)", needs=("exact",),
     columns=(Column("exact", "exact"),), values=_values, ranked="exact",
-    evidence=EvidenceRole(priority=0, value="exact", stderr=0.0),
+    evidence=ROLES["exact"],
     plot=("exact", "black", "*"), selectable=False)
 

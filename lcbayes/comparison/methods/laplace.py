@@ -5,7 +5,8 @@ estimate of the log evidence, after the exact value, AIS, Chib and VB."""
 
 from __future__ import annotations
 
-from ..registry import Column, EvidenceRole, Method
+from ..policy import ROLES
+from ..registry import Column, Method
 
 __all__ = ["METHOD", "laplace_values"]
 
@@ -23,5 +24,5 @@ METHOD = Method(
     name="laplace", description="Laplace approximation in the softmax basis (+ ln S)",
     needs=("laplace",), columns=(Column("laplace", "Laplace"),),
     values=laplace_values("laplace", "full"), ranked="laplace",
-    evidence=EvidenceRole(priority=2.5, value="laplace"),
+    evidence=ROLES["laplace"],
     plot=("Laplace", "tab:brown", "s"), default=False)

@@ -3,7 +3,8 @@ Heckerman 1997): :mod:`.laplace` with the Hessian cut to one block per node."""
 
 from __future__ import annotations
 
-from ..registry import Column, EvidenceRole, Method
+from ..policy import ROLES
+from ..registry import Column, Method
 from .laplace import laplace_values
 
 __all__ = ["METHOD"]
@@ -12,5 +13,5 @@ METHOD = Method(
     name="laplace_block", description="Laplace with a block-diagonal Hessian (one block per node)",
     needs=("laplace",), columns=(Column("laplace_block", "Laplace block"),),
     values=laplace_values("laplace_block", "block"), ranked="laplace_block",
-    evidence=EvidenceRole(priority=2.6, value="laplace_block"),
+    evidence=ROLES["laplace_block"],
     plot=("Laplace block", "tab:olive", "s"), default=False)

@@ -3,7 +3,8 @@ Heckerman 1997): :mod:`.laplace` with ``ln |A| ~ sum ln A_ii``."""
 
 from __future__ import annotations
 
-from ..registry import Column, EvidenceRole, Method
+from ..policy import ROLES
+from ..registry import Column, Method
 from .laplace import laplace_values
 
 __all__ = ["METHOD"]
@@ -12,5 +13,5 @@ METHOD = Method(
     name="laplace_diag", description="Laplace with a diagonal Hessian",
     needs=("laplace",), columns=(Column("laplace_diag", "Laplace diag."),),
     values=laplace_values("laplace_diag", "diagonal"), ranked="laplace_diag",
-    evidence=EvidenceRole(priority=2.7, value="laplace_diag"),
+    evidence=ROLES["laplace_diag"],
     plot=("Laplace diag.", "tab:cyan", "s"), default=False)

@@ -1,0 +1,168 @@
+"""The data-informed reference of :mod:`lcbayes.samplers.tempered_smc`: product references
+built from the optima of variational Bayes and maximum-likelihood EM.
+
+**Distinct optima.** EM from random starts (:func:`lcbayes.engines.em.em_restarts`) stops at
+the posterior's modes, each in one of ``K!`` labellings. Two optima are the same mode when,
+after the classes of one are matched to the other's (the Hungarian method, Kuhn 1955, on the
+largest difference between two classes' item probabilities), no matched pair differs by more
+than :data:`SAME_OPTIMUM` in any probability or class weight. :func:`distinct_optima` keeps
+the best of each mode, highest log-likelihood first. (A duplicate left in costs particles, not
+accuracy: the engine's final correction counts a mode covered twice once.)
+
+**Which optima.** At an over-fitted ``K`` EM's maximum-likelihood optima fill every class (a
+class split in two), while the posterior puts its mass where the superfluous classes are nearly
+empty; variational Bayes with the Dirichlet prior empties them (Beal & Ghahramani 2006 §6). So
+:func:`reference_optima` puts the best VB optimum (its posterior means) first, then the
+distinct EM optima (``reports/evidence-at-scale.md`` measures what each adds).
+
+**One component per optimum** (``shared/notes/evidence-reference-tempering.md``): with ``r_p``
+the class probabilities of pattern ``p`` at the optimum and ``N_k``, ``N_kjr`` the expected
+counts there,
+
+    q_p(k) = (1 - eps) r_p(k) + eps / K,                          (tails for every row)
+    g(theta) = Dir(pi | delta + t N_k) prod_jk Dir(theta_jk | lambda_jk + t N_kjr),
+
+``eps`` = :data:`SMOOTHING` and ``t`` = :data:`TAIL`: ``g`` is the complete-data posterior at
+the expected counts widened by ``1 / t`` (``t = 1``: the optimum's variational posterior, whose
+tails are too light for small data). Both parts are normalised, so each component's normaliser
+is one. Components are weighted equally.
+
+Example::
+
+    optima = reference_optima(structure, data, restarts=10, seed=0, prior="dirichlet")
+    reference = product_reference(tempered, prior, optima[:4], k)
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import logsumexp
+
+from ..engines.algorithms.state import EMRuns
+from ..engines.em import em_restarts
+from ..engines.vbem import vbem
+from ..params import PriorSpec
+from ..structure import Structure
+from .gibbs import LCPrior, class_log_lik
+from .reference_density import Reference
+from .tempered_smc import TemperedData
+
+__all__ = ["SAME_OPTIMUM", "SMOOTHING", "TAIL", "Optimum", "distinct_optima",
+           "log_responsibilities", "matched_gap", "padded_count", "product_reference",
+           "reference_optima"]
+
+#: Largest difference of any matched probability for two optima to be one mode.
+SAME_OPTIMUM = 0.02
+#: ``eps`` of the module docstring: every row keeps this much probability spread over classes.
+SMOOTHING = 0.01
+#: ``t`` of the module docstring (``g``'s counts scaled by it).
+TAIL = 0.5
+
+
+class Optimum(NamedTuple):
+    """One EM optimum: its log-likelihood, class weights ``(K,)`` and item tables ``(K, r_j)``."""
+
+    loglik: float
+    weights: np.ndarray
+    tables: tuple[np.ndarray, ...]
+
+
+def matched_gap(a: Optimum, b: Optimum) -> float:
+    """The largest difference of a class weight or item probability between ``a`` and ``b``
+    after ``b``'s classes are matched to ``a``'s (module docstring)."""
+    from scipy.optimize import linear_sum_assignment  # loaded here: the CLI loads no optimiser
+    gaps = np.abs(a.weights[:, None] - b.weights[None, :])
+    for ta, tb in zip(a.tables, b.tables, strict=True):
+        gaps = np.maximum(gaps, np.abs(ta[:, None, :] - tb[None, :, :]).max(-1))
+    rows, cols = linear_sum_assignment(gaps)
+    return float(gaps[rows, cols].max())
+
+
+def distinct_optima(runs: EMRuns) -> list[Optimum]:
+    """The distinct optima among EM restarts (module docstring), highest log-likelihood first;
+    restarts that did not finish (NaN) are left out."""
+    order = np.argsort(-np.nan_to_num(np.asarray(runs.loglik, dtype=np.float64),
+                                      nan=-np.inf), kind="stable")
+    kept: list[Optimum] = []
+    for r in order:
+        if not np.isfinite(runs.loglik[r]):
+            continue
+        candidate = Optimum(float(runs.loglik[r]), np.asarray(runs.tables[0][r][0]),
+                            tuple(np.asarray(t[r]) for t in runs.tables[1:]))
+        if all(matched_gap(o, candidate) > SAME_OPTIMUM for o in kept):
+            kept.append(candidate)
+    return kept
+
+
+def log_responsibilities(one_hot, categories, optimum: Optimum, k: int, slots: int
+                         ) -> np.ndarray:
+    """``(P, S)`` ``ln r_p(k)``: the class probabilities of every pattern of one-hot codes
+    ``one_hot (P, J, R)`` at ``optimum`` on ``slots`` class slots, the first ``k`` active
+    (``-inf`` on the others)."""
+    categories = np.asarray(categories)
+    log_theta = np.zeros((slots, *categories.shape))
+    for j, table in enumerate(optimum.tables):
+        log_theta[:k, j, :table.shape[1]] = np.log(np.maximum(table, 1e-300))
+    log_w = np.full(slots, -np.inf)
+    log_w[:k] = np.log(np.maximum(optimum.weights, 1e-300))
+    logits = log_w[None, :] + np.asarray(class_log_lik(jnp.asarray(one_hot),
+                                                       jnp.asarray(categories),
+                                                       jnp.asarray(log_theta)))
+    return logits - np.asarray(logsumexp(logits, axis=1, keepdims=True))
+
+
+def _component(data: TemperedData, prior: LCPrior, optimum: Optimum, k: int, smoothing: float,
+               tail: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(ln q (P, S), weight shapes (S,), table shapes (S, J, R))`` of one optimum."""
+    slots = prior.delta.shape[0]
+    categories = np.asarray(data.categories)
+    r = np.exp(log_responsibilities(data.one_hot, categories, optimum, k, slots))
+    active = np.arange(slots) < k
+    q = np.where(active, (1.0 - smoothing) * r + smoothing / k, 0.0)
+    with np.errstate(divide="ignore"):
+        log_q = np.log(q)
+    weighted = r * np.asarray(data.counts)[:, None]
+    n_k = weighted.sum(0)
+    n_kjr = np.einsum("pk,pjr->kjr", weighted, np.asarray(data.one_hot))
+    weight_shapes = np.where(active, np.asarray(prior.delta) + tail * n_k, 1.0)
+    table_shapes = np.where(categories[None] & active[:, None, None],
+                            np.asarray(prior.lam) + tail * n_kjr, 1.0)
+    return log_q, weight_shapes, table_shapes
+
+
+def padded_count(n: int) -> int:
+    """``n`` components or modes rounded up to a power of two (a few shapes, so a few
+    compiled programs)."""
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def product_reference(data: TemperedData, prior: LCPrior, optima: list[Optimum], k: int, *,
+                      smoothing: float = SMOOTHING, tail: float = TAIL,
+                      size: int | None = None) -> Reference:
+    """The equally weighted mixture of the product references of ``optima`` (module docstring)
+    on the prior's class slots, the first ``k`` active, padded with copies of weight zero to
+    ``size`` components (default :func:`padded_count`)."""
+    parts = [_component(data, prior, o, k, smoothing, tail) for o in optima]
+    m = len(optima)
+    parts += [parts[0]] * (max(size or padded_count(m), m) - m)
+    log_q, weight_shapes, table_shapes = (np.stack(p) for p in zip(*parts, strict=True))
+    log_omega = np.full(len(parts), -np.inf)
+    log_omega[:m] = -np.log(m)
+    return Reference(jnp.asarray(log_q), jnp.asarray(weight_shapes), jnp.asarray(table_shapes),
+                     jnp.asarray(log_omega))
+
+
+
+def reference_optima(structure: Structure, data, *, restarts: int, seed, prior: PriorSpec
+                     ) -> list[Optimum]:
+    """The optima of one run's reference (module docstring): the best of ``restarts`` VB fits
+    (``prior``), then the distinct optima of ``restarts`` EM restarts that it does not
+    duplicate, highest log-likelihood first."""
+    vb = vbem(structure, data, restarts=restarts, seed=seed, prior=prior)
+    means = [np.asarray(t) for t in vb.posterior_mean.values()]
+    first = Optimum(float(vb.elbo), means[0].ravel(), tuple(means[1:]))
+    others = distinct_optima(em_restarts(structure, data, restarts=restarts, seed=seed))
+    return [first, *(o for o in others if matched_gap(first, o) > SAME_OPTIMUM)]
