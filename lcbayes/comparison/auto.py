@@ -29,13 +29,13 @@ def auto_classes(run: Callable[[list[int]], ComparisonResult], cap: int, step: i
                  ) -> ComparisonResult:
     """The module docstring's loop: ``run(ks)`` compares candidates ``LC(k)`` for ``k`` in
     ``ks``; ``step`` more ``K`` at a time after the first three, up to ``cap``."""
-    ks = list(range(1, min(3, cap) + 1))
-    result = run(ks)
-    batches = [ks]
-    while not peaked(result) and max(ks) < cap:
-        more = list(range(max(ks) + 1, min(max(ks) + max(step, 1), cap) + 1))
+    first = list(range(1, min(3, cap) + 1))
+    result = run(first)
+    batches = [first]
+    while not peaked(result) and batches[-1][-1] < cap:
+        top = batches[-1][-1]
+        more = list(range(top + 1, min(top + max(step, 1), cap) + 1))
         result = _merged(result, run(more))
-        ks += more
         batches.append(more)
     result.settings.update({"n_classes": "auto", "max_classes": cap, "batches": batches,
                             "peaked": peaked(result)})

@@ -75,8 +75,9 @@ class EvidenceRole:
     """How a method's value can serve as a candidate's log evidence.
 
     Attributes:
-        priority: the finite, unvetoed estimate of lowest priority is used (exact 0, AIS 1, VB
-            2; any number).
+        priority: the finite, unvetoed estimate of lowest priority is used (the built-in
+            methods' are in :data:`lcbayes.comparison.policy.ROLES`: exact 0, SMC/bridge 0.5,
+            AIS 1, Chib 1.5, Laplace 2.5; any number).
         value: the column holding ``ln p(y | m)``.
         stderr: the column of its standard error, or a number (0 for an exact value; NaN where
             the error is not quantified).

@@ -218,7 +218,8 @@ def compare(
             requires it (:class:`~lcbayes.TooLargeError` otherwise), ``False`` skips it.
         time_limit: seconds for the SMC runs of all candidates together, shared equally
             (each candidate stops starting runs and rounds once its share would be spent,
-            after two runs); ``None``: no limit.
+            after two runs; with ``n_classes="auto"`` each batch shares what is left); bridge
+            sampling and the other engines are not limited; ``None``: no limit.
         engine_options: options of the engine runs behind the methods, ``{engine: {option:
             value}}``, each the keyword arguments of that engine's function
             (:mod:`lcbayes.comparison.engine_options`; a registered need receives its own):
@@ -284,9 +285,18 @@ def compare(
         if candidates is not None:
             raise LcbayesError("give exactly one of candidates or n_classes='auto'")
         cap = check_int(max_classes, "max_classes", 1)
-        result = auto_classes(lambda ks: _compare(data, None, ks, **{**common, "frame": None}),
-                              cap, workers)
-        return result if frame is None else _with_effects(result, frame, **common)
+        began = time.perf_counter()
+
+        def batch(ks: list[int]) -> ComparisonResult:
+            left = (None if time_limit is None
+                    else max(time_limit - (time.perf_counter() - began), 1e-3))
+            return _compare(data, None, ks, **{**common, "frame": None, "time_limit": left})
+
+        result = auto_classes(batch, cap, workers)
+        if frame is None:
+            return result
+        return _with_effects(result, frame, **{k: v for k, v in common.items()
+                                               if k != "frame"})
     return _compare(data, candidates, n_classes, **common)
 
 

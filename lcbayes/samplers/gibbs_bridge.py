@@ -69,10 +69,16 @@ from .mode_density import ModeDensity, draw, fit, log_density
 from .particles import Particles
 from .reference import Optimum, log_responsibilities, padded_count, reference_optima
 
-__all__ = ["BridgeResult", "bridge_sampling"]
+__all__ = ["CHAIN_LENGTHS", "LONG_DATA", "MIN_OWN_SHARE", "SEED_OFFSET", "BridgeResult",
+           "bridge_sampling", "default_length"]
 
 #: The runs' fits are seeded from the call's seed and this, apart from :func:`lcbayes.smc`'s.
 SEED_OFFSET = 1_000_003
+#: From this many rows on, chains are shorter (:func:`default_length`): the posterior is
+#: narrow and Gaussian-like, and a sweep costs rows.
+LONG_DATA = 20_000
+#: ``(draws, warmup)`` per chain below and from :data:`LONG_DATA` rows.
+CHAIN_LENGTHS = ((1000, 200), (400, 100))
 #: A stratum whose own posterior draws have an effective share below this (by their weights
 #: ``h_m``) is left out: its chains did not stay where its density is (module docstring).
 MIN_OWN_SHARE = 0.1
@@ -288,8 +294,13 @@ def _run(key, data: LCData, prior: LCPrior, k: int, optima: list[Optimum], *, ch
     return np.asarray(strata)[:used], np.asarray(shares)[:used]
 
 
+def default_length(rows: int) -> tuple[int, int]:
+    """``(draws, warmup)`` per chain on ``rows`` rows (:data:`CHAIN_LENGTHS`)."""
+    return CHAIN_LENGTHS[rows >= LONG_DATA]
+
+
 def bridge_sampling(structure: Structure, data, *, runs: int = 4, chains: int = 2,
-                    draws: int = 1000, warmup: int = 200, components: int = 32,
+                    draws: int | None = None, warmup: int | None = None, components: int = 32,
                     restarts: int = 10, max_modes: int = 4, seed: Seed = 0,
                     prior: PriorSpec = "dirichlet", pad_classes: int | None = None
                     ) -> BridgeResult:
@@ -301,8 +312,10 @@ def bridge_sampling(structure: Structure, data, *, runs: int = 4, chains: int = 
         data: the data; missing values are summed out.
         runs: independent runs (their spread is the error bar; at least 2).
         chains: Gibbs chains per mode.
-        draws: kept draws per chain (the first half build ``q``, the second are bridged).
-        warmup: sweeps discarded at the start of every chain.
+        draws: kept draws per chain (the first half build ``q``, the second are bridged;
+            default :func:`default_length`).
+        warmup: sweeps discarded at the start of every chain (default
+            :func:`default_length`).
         components: allocations in the Frühwirth-Schnatter half of each mode's density.
         restarts: VB and EM restarts of every run's fits.
         max_modes: most strata (optima) per run.
@@ -321,12 +334,13 @@ def bridge_sampling(structure: Structure, data, *, runs: int = 4, chains: int = 
                             "the relabellings of one hidden variable; use lcb.smc")
     runs = check_int(runs, "runs", 2)
     chains = check_int(chains, "chains", 1)
-    draws = check_int(draws, "draws", 4)
-    warmup = check_int(warmup, "warmup", 0)
+    data = fit_data(structure, data)
+    long_draws, long_warmup = default_length(data.n_observed_rows)
+    draws = long_draws if draws is None else check_int(draws, "draws", 4)
+    warmup = long_warmup if warmup is None else check_int(warmup, "warmup", 0)
     restarts = check_int(restarts, "restarts", 1)
     max_modes = check_int(max_modes, "max_modes", 1)
     components = check_int(components, "components", 1)
-    data = fit_data(structure, data)
     k = structure.n_classes
     assert k is not None  # a latent class structure has a number of classes
     slots = k if pad_classes is None else check_int(pad_classes, "pad_classes", k)

@@ -22,7 +22,10 @@ counts there,
     q_p(k) = (1 - eps) r_p(k) + eps / K,                          (tails for every row)
     g(theta) = Dir(pi | delta + t N_k) prod_jk Dir(theta_jk | lambda_jk + t N_kjr),
 
-``eps`` = :data:`SMOOTHING` and ``t`` = :data:`TAIL`: ``g`` is the complete-data posterior at
+``eps`` = :func:`smoothing_for` ``N`` (:data:`SMOOTHING`, but no more than
+:data:`SMOOTHED_ROWS` rows' worth in all: at ``beta = 0`` about ``eps N`` rows sit in a random
+class, a mismatch the path must anneal away and which grows with ``N``) and ``t`` =
+:data:`TAIL`: ``g`` is the complete-data posterior at
 the expected counts widened by ``1 / t`` (``t = 1``: the optimum's variational posterior, whose
 tails are too light for small data). Both parts are normalised, so each component's normaliser
 is one. Components are weighted equally.
@@ -50,14 +53,28 @@ from .gibbs import LCPrior, class_log_lik
 from .reference_density import Reference
 from .tempered_smc import TemperedData
 
-__all__ = ["SAME_OPTIMUM", "SMOOTHING", "TAIL", "Optimum", "distinct_optima",
-           "log_responsibilities", "matched_gap", "padded_count", "product_reference",
-           "reference_optima"]
+__all__ = [
+    "SAME_OPTIMUM",
+    "SMOOTHED_ROWS",
+    "SMOOTHING",
+    "TAIL",
+    "Optimum",
+    "distinct_optima",
+    "log_responsibilities",
+    "matched_gap",
+    "padded_count",
+    "product_reference",
+    "reference_optima",
+    "smoothing_for",
+]
 
 #: Largest difference of any matched probability for two optima to be one mode.
 SAME_OPTIMUM = 0.02
-#: ``eps`` of the module docstring: every row keeps this much probability spread over classes.
+#: ``eps`` of the module docstring, at most: every row keeps this much probability spread over
+#: the classes.
 SMOOTHING = 0.01
+#: ... and at most this many rows' worth in all (:func:`smoothing_for`).
+SMOOTHED_ROWS = 20.0
 #: ``t`` of the module docstring (``g``'s counts scaled by it).
 TAIL = 0.5
 
@@ -131,6 +148,12 @@ def _component(data: TemperedData, prior: LCPrior, optimum: Optimum, k: int, smo
     table_shapes = np.where(categories[None] & active[:, None, None],
                             np.asarray(prior.lam) + tail * n_kjr, 1.0)
     return log_q, weight_shapes, table_shapes
+
+
+def smoothing_for(rows: int) -> float:
+    """``eps`` for ``rows`` rows: :data:`SMOOTHING`, or :data:`SMOOTHED_ROWS` ``/ rows`` if
+    smaller (module docstring)."""
+    return min(SMOOTHING, SMOOTHED_ROWS / max(rows, 1))
 
 
 def padded_count(n: int) -> int:

@@ -43,13 +43,13 @@ from ..structure import Structure
 from ..validation import Seed, check_int, check_positive, fit_data, prng_key, seed_record
 from .gibbs import symmetric_prior
 from .particle_filter import TEMPER_ESS
-from .reference import Optimum, product_reference, reference_optima
+from .reference import Optimum, product_reference, reference_optima, smoothing_for
 from .smc_network import network_data, network_prior, run_network_smc
 from .smc_result import MIN_RUNS, SMCResult, run_statistics
 from .tempered_smc import TemperedData, run_tempered, tempered_data
 
-__all__ = ["FIRST_COMPONENTS", "MAX_STEPS", "SMALL_ROWS", "STABLE_NATS", "default_sweeps",
-           "smc"]
+__all__ = ["FEWEST_PARTICLES", "FIRST_COMPONENTS", "MAX_STEPS", "PARTICLES_BY_ROWS", "SMALL_ROWS",
+           "STABLE_NATS", "default_particles", "default_sweeps", "smc"]
 
 #: Most temperatures of one run (a run that needs more gives no estimate).
 MAX_STEPS = 1000
@@ -63,6 +63,18 @@ STABLE_NATS = 0.1
 SMALL_ROWS = 1000
 #: Most steps of the particle filter over the rows (HLC trees and DAGs) that move particles.
 MAX_MOVES = 4096
+
+
+#: Particles by rows (:func:`default_particles`): ``(fewer than this many rows, particles)``.
+PARTICLES_BY_ROWS = ((20_000, 256), (50_000, 128))
+#: Particles from the last bound of :data:`PARTICLES_BY_ROWS` on.
+FEWEST_PARTICLES = 64
+
+
+def default_particles(rows: int) -> int:
+    """Particles per run on ``rows`` rows (:data:`PARTICLES_BY_ROWS`): a step costs particles
+    times rows, while the runs' spread shrinks as the posterior narrows with more rows."""
+    return next((p for bound, p in PARTICLES_BY_ROWS if rows < bound), FEWEST_PARTICLES)
 
 
 def default_sweeps(rows: int) -> int:
@@ -121,7 +133,7 @@ def run_round(one_run: Callable[[int], tuple[float, int, int, float]], *, runs: 
     return made, seconds, stopped
 
 
-def smc(structure: Structure, data, *, particles: int = 256, runs: int = 4,
+def smc(structure: Structure, data, *, particles: int | None = None, runs: int = 4,
         max_runs: int = 12, target_stderr: float | None = 0.3, sweeps: int | None = None,
         ess_target: float = 0.9, restarts: int = 10, max_components: int = 8,
         time_limit: float | None = None, seed: Seed = 0, prior: PriorSpec = "dirichlet",
@@ -135,7 +147,7 @@ def smc(structure: Structure, data, *, particles: int = 256, runs: int = 4,
         structure: a latent class structure (:func:`lcbayes.latent_class`), an HLC tree or a
             DAG (:func:`lcbayes.hlc`, :func:`lcbayes.dag`).
         data: the data; missing values are summed out, rows with none observed add nothing.
-        particles: particles per run (at least 4).
+        particles: particles per run (at least 4; default :func:`default_particles`).
         runs: runs of every round (their spread is the error bar, scaled by Student's t for
             so few runs; at least 2).
         max_runs: most runs of a round: runs are added one at a time while the standard error
@@ -161,7 +173,8 @@ def smc(structure: Structure, data, *, particles: int = 256, runs: int = 4,
         An :class:`~lcbayes.SMCResult`.
     """
     start, seed = start_engine(structure, seed)
-    particles = check_int(particles, "particles", 4)
+    if particles is not None:
+        particles = check_int(particles, "particles", 4)
     runs = check_int(runs, "runs", 2)
     max_runs = check_int(max_runs, "max_runs", 2)
     max_components = check_int(max_components, "max_components", 1)
@@ -176,6 +189,7 @@ def smc(structure: Structure, data, *, particles: int = 256, runs: int = 4,
     data = fit_data(structure, data)
     sweeps = (default_sweeps(data.n_observed_rows) if sweeps is None
               else check_int(sweeps, "sweeps", 1))
+    particles = default_particles(data.n_observed_rows) if particles is None else particles
     key = prng_key(seed)
     asked = {"runs": runs, "max_runs": max_runs, "target_stderr": target_stderr,
              "time_limit": time_limit, "restarts": restarts, "max_components": max_components,
@@ -207,6 +221,7 @@ def smc(structure: Structure, data, *, particles: int = 256, runs: int = 4,
         optima = fitted.of(index)[:components]
         # one class: the reference with t = 1 is the posterior itself, so one exact step
         reference = product_reference(tempered, lc_prior, optima, k, size=components,
+                                      smoothing=smoothing_for(data.n_observed_rows),
                                       **({"tail": 1.0} if k == 1 else {}))
         end = run_tempered(jax.random.fold_in(key, made), device, lc_prior, reference, k,
                            particles=particles, ess_target=ess_target, sweeps=sweeps,

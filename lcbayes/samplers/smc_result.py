@@ -83,9 +83,10 @@ class SMCResult:
         seed, seconds: the seed and the wall-clock time (compilation and the reference fits
             included).
         settings: the rest: what was asked for (``runs``, ``max_runs``, ``target_stderr``,
-            ``max_particles``, ``time_limit``, ``restarts``, ``max_components``), ``stopped``
-            (why the last round's runs ended), ``rounds`` (every earlier round: components,
-            particles, runs, estimate, s.e.) and the data's size.
+            ``time_limit``, ``restarts``, ``max_components``, ``pad_classes``), ``stopped``
+            (why the last round's runs ended: ``runs``, ``target_stderr``, ``max_runs`` or
+            ``time_limit``), ``rounds`` (every earlier round: components, runs, why they
+            stopped, estimate, s.e., seconds) and the data's size (``rows``, ``patterns``).
     """
 
     log_evidence: float

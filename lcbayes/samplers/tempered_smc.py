@@ -75,7 +75,13 @@ import numpy as np
 from jax.scipy.special import logsumexp
 
 from ..data import Dataset
-from .allocations import PrefixClass, all_rows, by_rows, pattern_allocations, row_allocations
+from .allocations import (
+    PrefixClass,
+    all_rows,
+    by_rows,
+    every_row_allocations,
+    pattern_allocations,
+)
 from .gibbs import LCPrior, class_log_lik, draw_dirichlets
 from .loops import padded_size
 from .reference_density import (
@@ -198,7 +204,7 @@ def _allocate(key, data: TemperedData, reference: Reference, logits) -> tuple[ja
     """One particle's rows drawn to the classes with pattern logits ``(P, S)``: ``n_k``,
     ``n_kjr`` and the cross terms with every component's ``ln q``."""
     if by_rows(data.rows):
-        n_pk = row_allocations(key, logits, data.rows, data.rows.rows.shape[0])
+        n_pk = every_row_allocations(key, logits, data.rows)
     else:
         n_pk = pattern_allocations(key, logits, data.rows, data.counts)
     safe_q = jnp.where(jnp.isfinite(reference.log_q), reference.log_q, 0.0)

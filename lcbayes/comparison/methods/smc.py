@@ -98,6 +98,9 @@ def _moving(comp, i: int) -> str | None:
     result = _results(comp, "smc", i)
     if result is None or result.reference_stable:
         return None
+    if not np.isfinite(result.moved):
+        return ("the runs had more distinct optima than one round's reference components "
+                "(max_components), so whether more would move the estimate was not measured")
     return (f"the last doubling of the reference components moved the SMC estimate by "
             f"{result.moved:.2f} nats; it is in the error bar")
 
