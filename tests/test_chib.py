@@ -142,8 +142,8 @@ def test_other_structures_and_too_many_classes_are_refused(carcinoma):
     tree = lcb.hlc(carcinoma, {"Z": ["A", "B", "C", "D", "E", "F", "G"]}, {"Z": 2})
     with pytest.raises(lcb.ArgumentError, match="latent class models"):
         lcb.chib(tree, carcinoma)
-    with pytest.raises(lcb.ArgumentError, match="K <= 7"):
-        lcb.chib(lcb.latent_class(carcinoma, 8), carcinoma)
+    with pytest.raises(lcb.ArgumentError, match="K <= 12"):
+        lcb.chib(lcb.latent_class(carcinoma, 13), carcinoma)
     with pytest.raises(lcb.ArgumentError, match="batches"):
         lcb.chib(lcb.latent_class(carcinoma, 2), carcinoma, draws=10, batches=11)
 

@@ -26,7 +26,7 @@ Each runs with the comparison's ``seed`` (and ``restarts`` where it has them) an
   the second, independent estimate beside ``smc``.
 * ``laplace``: :func:`lcbayes.laplace` (Whiley §4.3: the MAP fit in the softmax basis,
   Dirichlet(1) prior), every variant from one Hessian.
-* ``chib``: :func:`lcbayes.chib` (Whiley §4.2), for latent class candidates of at most 7
+* ``chib``: :func:`lcbayes.chib` (Whiley §4.2), for latent class candidates of at most 12
   classes (``None`` otherwise).
 
 EM, VBEM, SMC and bridge sampling (up to :data:`SMC_PADDING_ROWS` rows) and AIS (``"rw"``

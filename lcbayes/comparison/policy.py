@@ -28,7 +28,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from ..engines.annealing import LOW_ESS_FRACTION, NO_ESTIMATE_ESS
-from ..engines.chib import CHAIN_SPREAD_SE, MAX_CHAIN_SPREAD, MIN_ORDINATE_ESS
+from ..engines.chib import CHAIN_SPREAD_SE, MAX_CHAIN_SPREAD, MAX_CLASSES, MIN_ORDINATE_ESS
 from ..samplers.smc_result import ROUNDING
 from . import registry
 from .registry import EvidenceRole
@@ -77,9 +77,9 @@ TRUST: dict[str, tuple[str, str, str]] = {
             f"ais_low_ess (effective chains below {AIS_MIN_ESS_FRACTION:.0%}); at survey "
             "sizes its path crosses a phase transition and comes out tens of nats low"),
     "chib": ("Chib's candidate estimator, symmetrised over K! labellings",
-             "K <= 7 where the chains agree", f"chains spread more than {MAX_CHAIN_SPREAD:g} "
-             f"nats and {CHAIN_SPREAD_SE:g} s.e., or fewer than {MIN_ORDINATE_ESS:g} "
-             "effective draws (over-fitted K)"),
+             f"K <= {MAX_CLASSES} where the chains agree",
+             f"chains spread more than {MAX_CHAIN_SPREAD:g} nats and {CHAIN_SPREAD_SE:g} "
+             f"s.e., or fewer than {MIN_ORDINATE_ESS:g} effective draws (over-fitted K)"),
     "laplace": ("the Laplace approximation at the MAP fit (softmax basis) + ln S",
                 "a quick large-sample approximation", "no error bar; off by O(1) nats"),
     "laplace_block": ("Laplace with a block-diagonal Hessian", "comparison with Whiley 1999",

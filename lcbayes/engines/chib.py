@@ -30,8 +30,11 @@ relabelling ``sigma`` of ``theta*``,
 
     p^(theta* | y) = 1 / (T K!) sum_t sum_sigma p(sigma(theta*) | z_t, y),
 
-which is unbiased for the symmetric posterior whether or not the chain switches. It costs
-``K!`` terms per draw, so ``K <= MAX_CLASSES``. :attr:`ChibResult.identity_share` is the share
+which is unbiased for the symmetric posterior whether or not the chain switches. The
+completed-data posterior factors over the classes, so the inner sum is the permanent of the
+``K x K`` matrix ``A[k, c] = ln p(class c of theta* | class k's counts of z_t)``
+(:func:`lcbayes.samplers.bridge.log_permanent`: ``K 2^(K-1)`` terms per draw, not ``K!``),
+so ``K <= MAX_CLASSES``. :attr:`ChibResult.identity_share` is the share
 of the ordinate that came from the identity labelling: near 1 when the chain stayed in the
 mode of ``theta*`` (then the estimate equals the raw one plus ``ln K!``), near ``1 / K!`` when
 it visited every mode equally.
@@ -73,7 +76,6 @@ import math
 import time
 from dataclasses import dataclass
 from functools import partial
-from itertools import permutations
 
 import jax
 import jax.numpy as jnp
@@ -83,6 +85,7 @@ from jax.scipy.special import gammaln, logsumexp
 from ..errors import ArgumentError
 from ..params import PriorSpec, proper_prior_tables, to_tables
 from ..render import JSONRecord, record_dict
+from ..samplers.bridge import log_permanent
 from ..samplers.gibbs import (
     LCData,
     LCPrior,
@@ -103,8 +106,9 @@ from .run_record import start_engine
 __all__ = ["CHAIN_SPREAD_SE", "MAX_CHAIN_SPREAD", "MIN_ORDINATE_ESS", "ChibResult", "chib",
            "ordinate_reliability"]
 
-#: The largest number of classes symmetrised over all ``K!`` relabellings.
-MAX_CLASSES = 7
+#: The largest number of classes symmetrised over all ``K!`` relabellings (the permanent costs
+#: ``K 2^(K-1)`` terms per draw).
+MAX_CLASSES = 12
 #: The chains' estimates of ``ln p(theta* | y)`` may span at most this many nats ...
 MAX_CHAIN_SPREAD = 1.0
 #: ... or this many of their combined batch-means standard errors, whichever is more.
@@ -176,9 +180,9 @@ class ChibResult(JSONRecord):
         return self.summary()
 
 
-def _log_ordinates(data: LCData, prior: LCPrior, z, log_w_star, log_theta_star, perms):
-    """``(P,)`` ``ln p(sigma(theta*) | z, y)`` for every relabelling ``sigma`` (rows of
-    ``perms``: class ``k`` of the completion takes ``theta*``'s class ``sigma(k)``)."""
+def _log_ordinates(data: LCData, prior: LCPrior, z, log_w_star, log_theta_star):
+    """``(2,)``: ``ln p(theta* | z, y)`` (the identity labelling) and ``ln (1/K!) sum_sigma
+    p(sigma(theta*) | z, y)`` (the permanent over the relabellings, module docstring)."""
     slots = prior.delta.shape[0]
     n_pk = allocation_counts(data, z, slots)
     a_w = prior.delta + n_pk.sum(axis=0)                                   # (K,)
@@ -188,7 +192,8 @@ def _log_ordinates(data: LCData, prior: LCPrior, z, log_w_star, log_theta_star, 
     cross = jnp.outer(a_w - 1.0, log_w_star) + jnp.einsum("kjr,ljr->kl", a_t - 1.0, log_t)
     norm = gammaln(a_w.sum()) - gammaln(a_w).sum() + jnp.sum(
         gammaln(a_t.sum(-1)) - jnp.sum(jnp.where(data.categories, gammaln(a_t), 0.0), -1))
-    return norm + cross[jnp.arange(slots)[None, :], perms].sum(axis=1)
+    return jnp.stack([norm + jnp.trace(cross),
+                      norm + log_permanent(cross) - jax.lax.lgamma(slots + 1.0)])
 
 
 def _random_start(key, data: LCData, slots: int) -> LCState:
@@ -224,21 +229,21 @@ def _warm_up(key, data: LCData, prior: LCPrior, warmup):
 
 
 def _ordinate_chain(key, state: LCState, draws: int, data: LCData, prior: LCPrior, thin,
-                    star, perms):
-    """``(draws, P)`` log ordinates at ``star = (ln pi*, ln theta*)`` of one chain's kept
-    draws, every ``thin``-th sweep on from ``state``."""
+                    star):
+    """``(draws, 2)`` log ordinates (:func:`_log_ordinates`) at ``star = (ln pi*, ln theta*)``
+    of one chain's kept draws, every ``thin``-th sweep on from ``state``."""
     def body(state, i):
         state = sweeps(thin, lambda k, s: keyed_sweep(k, data, prior, s), state,
                        jax.random.fold_in(key, i))
-        return state, _log_ordinates(data, prior, state.z, *star, perms)
+        return state, _log_ordinates(data, prior, state.z, *star)
 
     return jax.lax.scan(body, state, jnp.arange(draws))[1]
 
 
 @partial(jax.jit, static_argnums=0)
-def _run(draws: int, data: LCData, prior: LCPrior, keys, warmup, thin, map_star, perms):
+def _run(draws: int, data: LCData, prior: LCPrior, keys, warmup, thin, map_star):
     """Warm-up, the choice of ``theta*`` among the MAP ``map_star = (ln pi, ln theta)`` and the
-    chains' best warm-up draws, then the kept draws: ``(ordinates (chains, draws, P), index of
+    chains' best warm-up draws, then the kept draws: ``(ordinates (chains, draws, 2), index of
     theta* (0 the MAP, c + 1 chain c), its (ln p(y | theta*), ln p(theta*)))``."""
     pilot, kept = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
     states, best = jax.vmap(lambda key: _warm_up(key, data, prior, warmup))(pilot)
@@ -249,7 +254,7 @@ def _run(draws: int, data: LCData, prior: LCPrior, keys, warmup, thin, map_star,
     star = tuple(jnp.concatenate([m[None], b])[pick] for m, b in zip(map_star, best[1:],
                                                                      strict=True))
     ordinates = jax.vmap(lambda key, state: _ordinate_chain(
-        key, state, draws, data, prior, thin, star, perms))(kept, states)
+        key, state, draws, data, prior, thin, star))(kept, states)
     parts = log_joint_parts(data, prior, at_map._replace(log_weights=star[0],
                                                          log_theta=star[1]))
     return ordinates, pick, parts
@@ -299,7 +304,7 @@ def chib(structure: Structure, data, *, draws: int = 5000, warmup: int = 500, ch
     """Chib's estimate of ``ln p(y | m)`` for a latent class model (module docstring).
 
     Args:
-        structure: a latent class structure with at most ``MAX_CLASSES`` (7) classes.
+        structure: a latent class structure with at most ``MAX_CLASSES`` (12) classes.
         data: the data (missing values are summed out).
         draws: kept Gibbs draws per chain (the allocations of :func:`lcbayes.gibbs`'s kernel).
         warmup: sweeps discarded first (each chain's draw of highest posterior density among
@@ -339,18 +344,17 @@ def chib(structure: Structure, data, *, draws: int = 5000, warmup: int = 500, ch
     for j, (table, theta) in enumerate(zip(tables[1:], at_map[1:], strict=True)):
         lam[:, j, :table.shape[1]] = table
         log_theta[:, j, :theta.shape[1]] = np.log(theta)
-    perms = np.asarray(list(permutations(range(n_classes))), dtype=np.int32)
     keys = jax.random.split(prng_key(seed), counts["chains"])
     ordinates, pick, parts = _run(
         counts["draws"], LCData(*map(jnp.asarray, lc)),
         LCPrior(jnp.asarray(tables[0][0]), jnp.asarray(lam)), keys, counts["warmup"],
-        counts["thin"], (jnp.asarray(np.log(at_map[0][0])), jnp.asarray(log_theta)),
-        jnp.asarray(perms))
+        counts["thin"], (jnp.asarray(np.log(at_map[0][0])), jnp.asarray(log_theta)))
     ordinates = np.asarray(ordinates)
-    symmetric = np.asarray(logsumexp(ordinates, axis=-1)) - math.log(len(perms))
+    symmetric = ordinates[..., 1]
     log_ordinate, stderr = _batch_means(symmetric, batches)
     spread, ess, reason = ordinate_reliability(symmetric, batches)
-    identity = float(np.exp(logsumexp(ordinates[..., 0]) - logsumexp(ordinates)))
+    identity = float(np.exp(logsumexp(ordinates[..., 0]) - logsumexp(symmetric)
+                            - math.lgamma(n_classes + 1)))
     loglik, log_prior = (float(v) for v in parts)
     pick = int(pick)
     return ChibResult(log_evidence=loglik + log_prior - log_ordinate, stderr=stderr,

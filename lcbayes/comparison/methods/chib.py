@@ -1,6 +1,6 @@
 """Chib's candidate estimator of ``ln p(y | m)`` (Whiley 1999 §4.2, :func:`lcbayes.chib`):
 Rao-Blackwellised over Gibbs allocations, symmetrised over the ``K!`` labellings, with its
-batch-means standard error ``chib_stderr``; latent class candidates of at most 7 classes. An
+batch-means standard error ``chib_stderr``; latent class candidates of at most 12 classes. An
 estimate of the log evidence after the exact value and AIS, unless flagged ``chib_unreliable``
 (the chains disagree or a few draws carry the ordinate: :attr:`lcbayes.ChibResult.reliable`)."""
 

@@ -10,10 +10,11 @@ Jacobians plus log likelihood), and ``Z = int p~(u) du = p(y)``. With ``n_1`` po
     r <- mean_j [ e^{l(u~_j)} / (s_1 e^{l(u~_j)} + s_2 r) ]
          / mean_i [ 1 / (s_1 e^{l(u_i)} + s_2 r) ]
 
-iterated from the importance sampling estimate ``mean_j e^{l(u~_j)}`` until ``ln r`` moves
-less than :data:`TOL`. Following Overstall & Forster (2010) and Gronau et al., ``q`` is fitted
-to the first half of every chain and the bridge uses the second halves, so ``q`` is not tuned
-to the draws it is bridged with.
+iterated from the importance sampling estimate ``mean_j e^{l(u~_j)}``
+(:func:`lcbayes.samplers.bridge.bridge_fixed_point`, the one implementation of the iteration).
+Following Overstall & Forster (2010) and Gronau et al., ``q`` is fitted to the first half of
+every chain and the bridge uses the second halves, so ``q`` is not tuned to the draws it is
+bridged with.
 
 **Proposal.** The posterior is invariant under the ``K!`` relabellings ``sigma`` of the classes
 (linear maps of ``u`` with determinant +-1, :func:`~.bayes_model.relabel`), so ``q`` is the
@@ -53,14 +54,10 @@ from scipy.linalg import cholesky, solve_triangular
 from scipy.special import logsumexp
 
 from ...errors import LcbayesError
+from ...samplers.bridge import BRIDGE_ITERATIONS, bridge_fixed_point
 from ...samplers.idata import arviz
 
-__all__ = ["MAX_ITERATIONS", "TOL", "BridgeEstimate", "bridge_sampling"]
-
-#: Stop when ``ln r`` changes by less than this.
-TOL = 1e-10
-#: Most fixed-point iterations.
-MAX_ITERATIONS = 1000
+__all__ = ["BridgeEstimate", "bridge_sampling"]
 
 
 class BridgeEstimate(NamedTuple):
@@ -120,13 +117,8 @@ def bridge_sampling(u: np.ndarray, log_p: np.ndarray, log_p_of: Callable[[np.nda
     l2 = np.nan_to_num(log_p_of(proposal), nan=-np.inf) - log_q2
     n1, n2 = l1.size, l2.size
     log_s1, log_s2 = np.log(n1 / (n1 + n2)), np.log(n2 / (n1 + n2))
-    log_r = logsumexp(l2) - np.log(n2)
-    iterations, change = 0, np.inf
-    while change >= TOL and iterations < MAX_ITERATIONS:
-        num = logsumexp(l2 - np.logaddexp(log_s1 + l2, log_s2 + log_r)) - np.log(n2)
-        den = logsumexp(-np.logaddexp(log_s1 + l1, log_s2 + log_r)) - np.log(n1)
-        change, log_r = abs(num - den - log_r), num - den
-        iterations += 1
+    log_r = float(bridge_fixed_point(l1, l2)[0])
+    iterations = BRIDGE_ITERATIONS
     f1 = np.exp(-np.logaddexp(log_s1 + l1 - log_r, log_s2))
     f2 = np.exp(l2 - log_r - np.logaddexp(log_s1 + l2 - log_r, log_s2))
     ess = float(arviz().ess(f1.reshape(chains, n_draws - half), method="mean"))
