@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 
 import jax
@@ -52,7 +52,7 @@ from scipy.special import ndtri, stdtrit
 from ..engines.run_record import start_engine
 from ..errors import ArgumentError
 from ..params import PriorSpec
-from ..render import fmt, json_value
+from ..render import fmt
 from ..structure import Structure
 from ..validation import Seed, check_int, fit_data, prng_key, seed_record
 from .bridge import batch_size, bridge_fixed_point, components_of, draw_q, log_q, log_target
@@ -68,6 +68,7 @@ from .gibbs import (
 from .mode_density import ModeDensity, draw, fit, log_density
 from .particles import Particles
 from .reference import Optimum, log_responsibilities, padded_count, reference_optima
+from .smc_result import EvidenceRuns
 
 __all__ = ["CHAIN_LENGTHS", "LONG_DATA", "MIN_OWN_SHARE", "SEED_OFFSET", "BridgeResult",
            "bridge_sampling", "default_length"]
@@ -85,7 +86,7 @@ MIN_OWN_SHARE = 0.1
 
 
 @dataclass(frozen=True, repr=False)
-class BridgeResult:
+class BridgeResult(EvidenceRuns):
     """Result of :func:`lcbayes.bridge_sampling`.
 
     Attributes:
@@ -116,36 +117,10 @@ class BridgeResult:
     seconds: float
     settings: dict = field(default_factory=dict)
 
-    @property
-    def runs(self) -> int:
-        return int(self.run_log_evidence.size)
-
-    def interval(self, level: float = 0.95) -> tuple[float, float]:
-        """Normal-theory interval ``log_evidence -/+ z * stderr``."""
-        z = float(ndtri(0.5 + level / 2))
-        return self.log_evidence - z * self.stderr, self.log_evidence + z * self.stderr
-
     def to_frame(self) -> pd.DataFrame:
         """One row per run: ``run``, ``log_evidence``, ``modes``, ``seconds``."""
         return pd.DataFrame({"run": np.arange(self.runs), "log_evidence": self.run_log_evidence,
                              "modes": self.run_modes, "seconds": self.run_seconds})
-
-    def to_dict(self) -> dict:
-        """JSON-ready dictionary (arrays as lists, NaN as None); :meth:`from_dict` reads it."""
-        return json_value({"engine": "bridge_sampling", **asdict(self)})
-
-    @classmethod
-    def from_dict(cls, spec: dict) -> BridgeResult:
-        """The result of :meth:`to_dict`."""
-        spec = {k: v for k, v in spec.items() if k != "engine"}
-        for name in ("log_evidence", "stderr"):
-            spec[name] = math.nan if spec[name] is None else float(spec[name])
-        for name in ("run_log_evidence", "run_seconds", "run_mode_log_evidence"):
-            spec[name] = np.asarray(np.where(np.equal(spec[name], None), np.nan, spec[name])
-                                    if spec[name] else np.zeros((0,)), dtype=np.float64)
-        spec["run_modes"] = np.asarray(spec["run_modes"], dtype=np.int64)
-        seed = spec["seed"]
-        return cls(**{**spec, "seed": seed if isinstance(seed, int) else tuple(seed)})
 
     def summary(self) -> str:
         """A short printout."""

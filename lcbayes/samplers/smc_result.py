@@ -18,15 +18,15 @@ estimate; ``reason`` says why.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from scipy.special import logsumexp, ndtri, stdtrit
 
-from ..render import fmt, json_value
+from ..render import JSONRecord, fmt
 
-__all__ = ["MIN_RUNS", "ROUNDING", "SMCResult", "run_statistics"]
+__all__ = ["MIN_RUNS", "ROUNDING", "EvidenceRuns", "SMCResult", "run_statistics"]
 
 #: Fewest finished runs behind a standard error.
 MIN_RUNS = 2
@@ -55,8 +55,28 @@ def run_statistics(values: np.ndarray) -> tuple[float, float, str]:
     return estimate, float(scaled.std(ddof=1) / scaled.mean() * factor), ""
 
 
+class EvidenceRuns(JSONRecord):
+    """What the results of independent evidence runs share (:class:`SMCResult`,
+    :class:`lcbayes.BridgeResult`): ``log_evidence``, ``stderr``, ``run_log_evidence``; the
+    number of runs, the interval and the lossless JSON form."""
+
+    log_evidence: float
+    stderr: float
+    run_log_evidence: np.ndarray
+
+    @property
+    def runs(self) -> int:
+        """Finished and unfinished runs."""
+        return int(self.run_log_evidence.size)
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        """Normal-theory interval ``log_evidence -/+ z * stderr``."""
+        z = float(ndtri(0.5 + level / 2))
+        return self.log_evidence - z * self.stderr, self.log_evidence + z * self.stderr
+
+
 @dataclass(frozen=True, repr=False)
-class SMCResult:
+class SMCResult(EvidenceRuns):
     """Result of :func:`lcbayes.smc`.
 
     Attributes:
@@ -120,40 +140,12 @@ class SMCResult:
                    runs_stderr=runs_se, reason=reason, run_log_evidence=values, moved=moved,
                    reference_stable=bool(reference_stable), **fields)
 
-    @property
-    def runs(self) -> int:
-        """Runs of the final round."""
-        return int(self.run_log_evidence.size)
-
-    def interval(self, level: float = 0.95) -> tuple[float, float]:
-        """Normal-theory interval ``log_evidence -/+ z * stderr``."""
-        z = float(ndtri(0.5 + level / 2))
-        return self.log_evidence - z * self.stderr, self.log_evidence + z * self.stderr
-
     def to_frame(self) -> pd.DataFrame:
         """One row per run of the final round: ``run``, ``log_evidence``, ``steps``,
         ``components``, ``correction``, ``seconds``."""
         return pd.DataFrame({"run": np.arange(self.runs), "log_evidence": self.run_log_evidence,
                              "steps": self.run_steps, "components": self.run_components,
                              "correction": self.run_correction, "seconds": self.run_seconds})
-
-    def to_dict(self) -> dict:
-        """JSON-ready dictionary (arrays as lists, NaN as None); :meth:`from_dict` reads it."""
-        return json_value({"engine": "smc", **asdict(self)})
-
-    @classmethod
-    def from_dict(cls, spec: dict) -> SMCResult:
-        """The result of :meth:`to_dict` (e.g. after a JSON round trip)."""
-        spec = {k: v for k, v in spec.items() if k != "engine"}
-        for name in ("log_evidence", "stderr", "runs_stderr", "moved"):
-            spec[name] = math.nan if spec[name] is None else float(spec[name])
-        for name in ("run_log_evidence", "run_seconds", "run_correction"):
-            spec[name] = np.asarray([math.nan if v is None else v for v in spec[name]],
-                                    dtype=np.float64)
-        for name in ("run_steps", "run_components"):
-            spec[name] = np.asarray(spec[name], dtype=np.int64)
-        seed = spec["seed"]
-        return cls(**{**spec, "seed": seed if isinstance(seed, int) else tuple(seed)})
 
     def summary(self) -> str:
         """A short printout: the estimate, its error and where it came from."""
