@@ -126,14 +126,16 @@ CASES: dict[str, Callable[[dict], object]] = {
     "InvarianceTestResult": lambda done: lcb.invariance_test(
         lcb.em(lc2(), data(), group=_groups(), restarts=2, seed=0), done["GroupResult"],
         bootstrap=2),
-    # one structure; its evidence is the SMCResult case (one SMC program compiled), without the
-    # mode-jumping move: half the compiling, and the result's fields are the same
-    # (tests/test_smc.py and tests/test_mode_jump.py run the move)
+    # one structure; its evidence is the SMCResult case (one SMC program compiled), one round
+    # of at most two reference components (tests/test_smc.py runs the rounds)
     "InvarianceComparisonResult": lambda done: lcb.compare_invariance(
         lc2(), data(), _groups(), invariance=["full"], restarts=2, engine_options={"smc": {
             "particles": 8, "runs": 2, "max_runs": 2, "target_stderr": None,
-            "mode_jumps": False}}),
+            "max_components": 2, "restarts": 2}}),
     "SMCResult": lambda done: done["InvarianceComparisonResult"].evidences["full"],
+    "BridgeResult": lambda done: lcb.bridge_sampling(lc2(), data(), runs=2, chains=2, draws=40,
+                                                     warmup=20, components=4, restarts=2,
+                                                     max_modes=2, seed=0),
 }
 
 @pytest.fixture(scope="module")

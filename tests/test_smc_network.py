@@ -1,7 +1,7 @@
 """SMC over the rows for HLC trees and DAGs (lcb.smc on non-latent-class structures): within
 the error of the exact evidence on small problems (missing values, two hidden parents, an
-observed parent whose value is sometimes missing), the SMC estimate alone with the bridge's
-absence explained."""
+observed parent whose value is sometimes missing), one round of runs over the rows with no
+reference, and in compare the SMC estimate alone, bridge sampling having no estimate there."""
 
 from __future__ import annotations
 
@@ -35,10 +35,13 @@ def test_network_smc_agrees_with_the_exact_evidence(make):
     structure, data = make()
     exact = lcb.exact_evidence(structure, data, max_terms=1e9).log_evidence
     result = lcb.smc(structure, data, particles=64, runs=6, target_stderr=None, seed=0)
-    assert abs(result.smc_log_evidence - exact) < 3 * result.smc_stderr + 0.02
-    assert 0 < result.smc_stderr < 0.2
-    assert result.log_evidence == result.smc_log_evidence
-    assert np.isnan(result.bridge_log_evidence) and "class symmetry" in result.bridge_reason
+    assert abs(result.log_evidence - exact) < 3 * result.stderr + 0.02
+    assert 0 < result.stderr < 0.2 and result.reason == ""
+    assert result.method == "rows" and result.runs == 6
+    # no reference: no components, no final correction, nothing that could move
+    assert np.all(result.run_components == 0) and np.isnan(result.run_correction).all()
+    assert result.reference_stable and np.isnan(result.moved)
+    assert result.stderr == result.runs_stderr
     assert result.n_classes is None and structure.kind in result.summary()
 
 
@@ -52,12 +55,17 @@ def test_compare_gives_an_hlc_candidate_the_smc_evidence_without_a_flag():
     structure, data = _hlc()
     lc = lcb.latent_class(data, 2)
     # the HLC runs of test_network_smc_agrees_with_the_exact_evidence[hlc] (their compiled
-    # program serves); LC(2) without the mode-jumping move (tests/test_mode_jump.py runs it)
-    options = {"smc": {"particles": 64, "runs": 6, "target_stderr": None, "mode_jumps": False}}
+    # program serves); LC(2) with small SMC and bridge runs (the numbers are not the point)
+    options = {"smc": {"particles": 64, "runs": 6, "target_stderr": None, "max_components": 2},
+               "bridge": {"runs": 2, "draws": 200, "warmup": 50}}
     comp = lcb.compare(data, {"LC2": lc, "HLC": structure}, methods=["bic", "smc"], seed=0,
                        engine_options=options)
     row = comp.to_frame().set_index("name").loc["HLC"]
     assert np.isfinite(row["smc"]) and np.isnan(row["bridge"])
+    assert comp.fits["bridge"][list(comp.names).index("HLC")] is None  # latent class only
     assert row["evidence_method"] == "smc" and row["log_evidence"] == row["smc_evidence"]
-    assert "smc_no_estimate" not in row["flags"]
+    assert row["smc_evidence"] == row["smc"] and row["smc_evidence_stderr"] == row["smc_stderr"]
+    assert "smc_no_estimate" not in row["flags"] and "evidence_disagree" not in row["flags"]
+    lc_row = comp.to_frame().set_index("name").loc["LC2"]
+    assert np.isfinite(lc_row["smc"]) and np.isfinite(lc_row["bridge"])
     assert not comp.best_is_largest or comp.best == "LC2"

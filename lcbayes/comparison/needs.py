@@ -199,6 +199,7 @@ register_need(Need("lmr", "LMR", _lmr, side_by_side=False, engine=_no_options))
 register_need(Need("blrt", "BLRT", _blrt, side_by_side=False, engine=blrt))
 register_need(Need("ais", "AIS", _ais, after=(), engine=ais))
 register_need(Need("smc", "SMC", _smc, after=(), engine=smc))
-register_need(Need("bridge", "bridge sampling", _bridge, after=(), engine=bridge_sampling))
+register_need(Need("bridge", "bridge sampling", _bridge, optional=True, after=(),
+                   engine=bridge_sampling))
 register_need(Need("laplace", "Laplace", _laplace, after=(), engine=laplace))
 register_need(Need("chib", "Chib", _chib, after=(), engine=chib))

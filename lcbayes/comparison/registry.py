@@ -136,6 +136,9 @@ class Need:
             ``values(result) -> {column: value}`` for them.
         too_large: an engine that refuses large problems (:class:`~lcbayes.TooLargeError`): the
             candidate gets no result and a note instead of stopping the comparison.
+        optional: a need some candidates have no result of by design (bridge sampling runs
+            latent class models only): a method that reads it is ready without it (its
+            ``values`` take ``None``).
         side_by_side: whether candidates may run it at the same time on threads; ``False``
             runs it for one candidate after another once the others are done (engines that
             compile programs of their own per candidate, which concurrent threads would
@@ -154,6 +157,7 @@ class Need:
     columns: tuple[Column, ...] = ()
     values: Callable[[Any], dict[str, float]] | None = None
     too_large: bool = False
+    optional: bool = False
     side_by_side: bool = True
     after: tuple[str, ...] | None = None
     engine: Callable[..., Any] | None = None

@@ -202,7 +202,7 @@ class ComparisonResult:
             if m.name not in self.methods and m.selectable:
                 continue
             ready = all(fits.get(n) is not None for n in m.needs
-                        if not registry.need(n).too_large)
+                        if not (registry.need(n).too_large or registry.need(n).optional))
             row.update(m.values(fits) if ready else {c.name: nan for c in m.columns})
         return row
 
