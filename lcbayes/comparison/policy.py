@@ -101,7 +101,9 @@ def combine(first: tuple[float, float], second: tuple[float, float]
     combined = math.hypot(sa, sb) if np.isfinite(sa) and np.isfinite(sb) else math.inf
     if abs(a - b) <= DISAGREE_SE * combined + ROUNDING:
         if np.isinf(sa) or np.isinf(sb):
-            return (float(a), math.nan, True) if np.isinf(sb) else (float(b), sb, True)
+            # the one with a standard error (SMC's where neither has one)
+            return ((float(a), sa if np.isfinite(sa) else math.nan, True) if np.isinf(sb)
+                    else (float(b), sb, True))
         wa, wb = (1.0 / max(sa, 1e-12) ** 2, 1.0 / max(sb, 1e-12) ** 2)
         return float((wa * a + wb * b) / (wa + wb)), float(math.sqrt(1.0 / (wa + wb))), True
     z = float(ndtri(0.975))
