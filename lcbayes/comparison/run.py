@@ -273,11 +273,11 @@ def compare(
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
     workers = check_int(os.cpu_count() or 1 if workers is None else workers, "workers", 1)
-    common = {"methods": methods, "seed": seed, "restarts": restarts, "exact": exact,
-              "time_limit": time_limit, "engine_options": engine_options,
-              "progress": progress, "workers": workers, "executor": executor,
-              "scheduler": scheduler, "frame": frame, "covariates": covariates,
-              "distal": distal, "bayes_factors": bayes_factors}
+    common: dict[str, Any] = {
+        "methods": methods, "seed": seed, "restarts": restarts, "exact": exact,
+        "time_limit": time_limit, "engine_options": engine_options, "progress": progress,
+        "workers": workers, "executor": executor, "scheduler": scheduler, "frame": frame,
+        "covariates": covariates, "distal": distal, "bayes_factors": bayes_factors}
     if isinstance(n_classes, str):
         if n_classes != "auto":
             raise LcbayesError(f"n_classes must be numbers of classes or 'auto', got "

@@ -121,7 +121,7 @@ def run_round(one_run: Callable[[int], tuple[float, int, int, float]], *, runs: 
         if len(made) >= runs:
             if target_stderr is None:
                 break
-            if run_statistics([m[0] for m in made])[1] <= target_stderr:
+            if run_statistics(np.array([m[0] for m in made]))[1] <= target_stderr:
                 stopped = "target_stderr"
                 break
         if len(made) >= MIN_RUNS and not fits(float(np.mean(seconds))):
@@ -199,8 +199,8 @@ def smc(structure: Structure, data, *, particles: int | None = None, runs: int =
     def fits(per_run: float) -> bool:
         return time_limit is None or time.perf_counter() - start + per_run <= time_limit
 
-    common = {"particles": particles, "sweeps": sweeps, "ess_target": ess_target,
-              "seed": seed_record(seed)}
+    common: dict[str, Any] = {"particles": particles, "sweeps": sweeps,
+                              "ess_target": ess_target, "seed": seed_record(seed)}
     if structure.kind != "latent_class":
         if pad_classes is not None:
             raise ArgumentError("pad_classes applies to latent class models only")
@@ -213,7 +213,8 @@ def smc(structure: Structure, data, *, particles: int | None = None, runs: int =
     slots = k if pad_classes is None else check_int(pad_classes, "pad_classes", k)
     tempered = tempered_data(data)
     lc_prior = symmetric_prior(structure, prior, slots, np.asarray(tempered.categories))
-    device = TemperedData(*(jnp.asarray(a) for a in tempered[:3]),
+    device = TemperedData(jnp.asarray(tempered.one_hot), jnp.asarray(tempered.counts),
+                          jnp.asarray(tempered.categories),
                           jax.tree.map(jnp.asarray, tempered.rows))
     fitted = _Rounds(structure, data, seed, restarts, prior)
 
