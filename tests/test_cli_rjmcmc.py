@@ -284,11 +284,10 @@ def test_missing_file_exits_two(capsys, tmp_path):
 # ---------------------------------------------------------------------- the evidence route
 #: The settings of every run of the evidence route: one seed, so the same K are compared and
 #: the comparison compiles once, and a time budget spent at once, so that every K gets the
-#: fewest SMC runs (two) whatever the machine's speed: the same table every time. SMC without
-#: the mode-jumping move, whose compiling would double the SMC's (tests/test_mode_jump.py and
-#: tests/test_smc.py run it; the route passes the option on as any other).
+#: fewest SMC runs (two) whatever the machine's speed: the same table every time. Short bridge
+#: sampling chains (the route passes engine options on as any other).
 ROUTE_SEED = ("--seed", "3", "--time-limit", "0.01", "--engine-option", "smc.particles=32",
-              "--engine-option", "smc.mode_jumps=false")
+              "--engine-option", "bridge.draws=200", "--engine-option", "bridge.warmup=50")
 
 
 @pytest.fixture(scope="module")
@@ -325,7 +324,8 @@ def test_a_sampler_that_does_not_mix_runs_the_evidence_route(route_json):
     assert [r["posterior_prob"] for r in rows] == pytest.approx(posterior)
     settings = route["comparison"]["metadata"]["settings"]
     assert settings["time_limit"] == 0.01  # passed on
-    assert settings["engine_options"]["smc"] == {"particles": 32, "mode_jumps": False}
+    assert settings["engine_options"]["smc"] == {"particles": 32}
+    assert settings["engine_options"]["bridge"] == {"draws": 200, "warmup": 50}
     assert "Believe the evidences, not the sampler" in route["verdict"]
     assert "believe the posterior of K from the evidences" in result["k_mixing"]["warning"]
 

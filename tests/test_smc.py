@@ -93,7 +93,8 @@ def test_one_class_is_exact():
 
 @pytest.mark.parametrize("missing", [0.0, 0.15])
 def test_two_classes_agree_with_the_exact_evidence(missing):
-    data = _small(40, missing=missing)
+    # fewer rows with missing values: each one multiplies the exact sum's terms
+    data = _small(40 if missing == 0 else 24, missing=missing)
     structure = lcb.latent_class(data, 2)
     exact = lcb.exact_evidence(structure, data).log_evidence
     res = lcb.smc(structure, data, seed=1, particles=128)
@@ -210,4 +211,4 @@ def test_bad_arguments_are_refused():
     with pytest.raises(lcb.ArgumentError, match="particles"):
         lcb.smc(structure, data, particles=2)
     with pytest.raises(lcb.ArgumentError, match="same prior for every class"):
-        lcb.smc(structure, data, prior={"class": [[1.0, 2.0]]})
+        lcb.smc(structure, data, prior={"X1": [[1.0, 2.0], [3.0, 1.0]]})

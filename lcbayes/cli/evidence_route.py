@@ -23,8 +23,8 @@ low, or the draws piled at ``--max-classes``), ``yes`` always, ``no`` never; ``-
 to ``lcbayes compare``. The budget is not a hard limit: every ``K`` gets two SMC runs at least,
 each in as many class slots as the largest ``K`` (the candidates share one compiled program), so
 on the 1785 rows of the election ratings ``K = 1..10`` took 19 minutes with a budget of 60 s.
-Where SMC gives no usable estimate the comparison falls back to VBEM's bound, whose error is
-not measured; the output says which ``K`` that concerns.
+Where neither SMC nor bridge sampling gives an estimate, that ``K`` has no evidence (VBEM's
+bound is a bound, never the evidence) and no posterior probability; the output names it.
 """
 
 from __future__ import annotations
@@ -237,17 +237,16 @@ class EvidenceRoute:
         return "\n".join(lines)
 
     def unmeasured_note(self) -> str | None:
-        """The ``K`` whose evidence has no measured error (VBEM's bound, where SMC gave no
-        usable estimate): their intervals leave that error out."""
+        """The ``K`` with no evidence (neither SMC nor bridge sampling gave an estimate: the
+        flags say why) or none with a measured error: the posterior leaves them out."""
         ks = [r["K"] for r in self.rows()
               if r["log_evidence_stderr"] is None and r["evidence_method"] != "exact"]
         if not ks:
             return None
-        return (f"For K = {', '.join(map(str, ks))} the evidence is VBEM's bound (F + ln S), "
-                f"SMC having given no usable estimate (see the flags): its error is not "
-                f"measured, so those intervals are too narrow. More particles "
-                f"(--engine-option smc.particles=512) or a larger --time-limit give SMC "
-                f"estimates there.")
+        return (f"For K = {', '.join(map(str, ks))} there is no evidence with a measured error "
+                f"(see the flags; VBEM's bound is a bound, not an evidence), so the posterior "
+                f"of K leaves them out. More particles (--engine-option smc.particles=512) or "
+                f"a larger --time-limit give estimates there.")
 
     def prior_note(self) -> str | None:
         """Why the two posteriors may differ apart from mixing: the sampler's ``--prior``."""

@@ -221,7 +221,7 @@ AIS_BELOW_VBEM = register_flag(Flag(
     "ais_below_vbem",
     f"AIS is below the VBEM lower bound F by more than {AIS_BELOW_VBEM_SE:g} standard errors: "
     "the AIS run is unreliable (too few temperatures or a poor kernel; Beal & Ghahramani "
-    "Table 3); log_evidence falls back to VBEM",
+    "Table 3); log_evidence falls back to the next trusted estimate (never the VB bound)",
     _ais_below_vbem, cells=("ais", "elbo"), thresholds={"AIS_BELOW_VBEM_SE": AIS_BELOW_VBEM_SE}))
 AIS_LOW_ESS = register_flag(Flag(
     "ais_low_ess",
@@ -232,7 +232,8 @@ AIS_NO_ESTIMATE = register_flag(Flag(
     "ais_no_estimate",
     f"the AIS weights' effective number of chains is below {AIS_NO_ESTIMATE_ESS:g}: about one "
     "chain carries the estimate, so it is no estimate and has no standard error; log_evidence "
-    "falls back to the next estimate (SMC/bridge or VBEM); anneal more slowly or use smc",
+    "falls back to the next trusted estimate (never the VB bound); anneal more slowly or use "
+    "smc",
     _ais_no_estimate, cells=("ais",), thresholds={"AIS_NO_ESTIMATE_ESS": AIS_NO_ESTIMATE_ESS}))
 AIS_OFF_EXACT = register_flag(Flag(
     "ais_off_exact",

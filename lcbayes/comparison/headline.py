@@ -27,5 +27,5 @@ def headline(comp: ComparisonResult) -> str:
     if comp.best is None:
         return f"No score or log evidence for every candidate{partial}."
     return (f"Best by {comp.criterion_label}: {comp.best} (no log evidence for every "
-            f"candidate{partial}; an evidence method, such as smc or vbem, gives "
-            "posterior probabilities).")
+            f"candidate{partial}; an evidence method, such as smc, gives posterior "
+            "probabilities: VBEM's F is a lower bound, not an evidence).")
