@@ -25,9 +25,9 @@ from those files alone. Parts:
 * ``election``: ``lcb.compare(n_classes="auto")`` on the 12 ratings of election.csv (1785
   rows, four levels, missing values): per K both estimates, their agreement, the seconds; the
   references K = 2..5 (-22349.44, -21624.58, -21243.1, -20988.5); where the evidence peaks.
-* ``longrun``: election K = 6 and 8 at eight times the default budget (twice the particles,
-  four times the runs, twice the reference components and restarts; bridge sampling with four
-  times the draws and twice the modes), against the default.
+* ``longrun``: election K = 6 and 8 at about four times the default budget (SMC: twice the
+  particles, eight runs, twice the EM restarts behind the reference; bridge sampling: eight
+  runs of twice the draws, twice the modes and restarts), against the default.
 * ``simulated``: ``lcb.compare`` K = 1..6 on 10^4 rows of 8 binary items from 3 classes:
   s.e. (target <= 0.3), seconds (target < 2 min), peak memory (< 2 GB), P(K = 3 | y) the
   largest, the over-fitted K = 4..6 against the independent estimate.
@@ -165,7 +165,17 @@ def part_carcinoma(size: dict, seed: int) -> dict:
         t = time.perf_counter()
         comp = lcb.compare(data, n_classes=range(1, 6), seed=seed, progress=False)
         calls.append({"seconds": time.perf_counter() - t, "rows": comparison_rows(comp)})
-    return {"calls": calls}
+    # the whole command as a user runs it, the compilation cache warm after the calls above
+    csv = Path(os.environ.get("TMPDIR", "/tmp")) / "bench-evidence-carcinoma.csv"
+    lcb.datasets.write_csv("carcinoma", csv)
+    command = [sys.executable, "-m", "lcbayes", "compare", str(csv), "--n-classes", "1-5",
+               "--seed", str(seed)]
+    processes = []
+    for _ in range(2):
+        t = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True)
+        processes.append(time.perf_counter() - t)
+    return {"calls": calls, "process_seconds": processes}
 
 
 def part_election(size: dict, seed: int) -> dict:
@@ -188,10 +198,10 @@ def part_longrun(size: dict, seed: int) -> dict:
     for k in size["longrun_classes"]:
         structure = lcb.latent_class(data, k)
         t = time.perf_counter()
-        smc = lcb.smc(structure, data, seed=seed + 101, particles=512, runs=16, max_runs=16,
-                      max_components=16, restarts=20)
-        bridge = lcb.bridge_sampling(structure, data, seed=seed + 101, runs=8, draws=4000,
-                                     max_modes=8, restarts=20)
+        smc = lcb.smc(structure, data, seed=seed + 101, particles=512, runs=8, max_runs=8,
+                      target_stderr=None, restarts=20)
+        bridge = lcb.bridge_sampling(structure, data, seed=seed + 101, runs=8, draws=2000,
+                                     warmup=400, max_modes=8, restarts=20)
         cases.append({"k": k, "smc": _pair(smc), "bridge": _pair(bridge),
                       "moved": _num(smc.moved), "seconds": time.perf_counter() - t})
     return {"cases": cases}
@@ -353,9 +363,13 @@ def report(results: Path, out: Path) -> str:
         p3 = next(r["posterior"] for r in warm["rows"] if r["k"] == 3)
         targets.append(["carcinoma: P(K = 3 | y)", "0.84-0.88", _f(p3, 3),
                         "met" if 0.84 <= p3 <= 0.88 else "**not met**"])
-        targets.append(["carcinoma: compare K = 1..5 (warm, in a process)",
-                        "no slower than before (3.2 s)", f"{warm['seconds']:.1f} s",
-                        "met" if warm["seconds"] <= 3.2 else "**not met**"])
+        whole = min(part["process_seconds"])
+        body += [f"`lcbayes compare carcinoma.csv --n-classes 1-5`, the whole process with the "
+                 f"compilation cache warm: {', '.join(f'{x:.1f}' for x in part['process_seconds'])}"
+                 " s.", ""]
+        targets.append(["carcinoma: `lcbayes compare --n-classes 1-5`, warm, whole process",
+                        "no slower than before (14.1-15.3 s, issue 46)", f"{whole:.1f} s",
+                        "met" if whole <= 15.3 else "**not met**"])
     if "election" in parts:
         part = parts["election"]
         rows = part["rows"]
