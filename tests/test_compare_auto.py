@@ -26,6 +26,19 @@ def test_auto_stops_two_past_the_peak_of_bic():
     assert comp.settings["n_classes"] == "auto" and comp.settings["batches"][0] == [1, 2, 3]
 
 
+def test_every_batch_releases_its_compiled_programs(monkeypatch):
+    # a batch's programs are padded to its own largest K, so a long search that kept them
+    # all grew without bound (election to 16 classes ran out of 24 GB)
+    import jax
+
+    released = []
+    monkeypatch.setattr(jax, "clear_caches", lambda: released.append(True))
+    data = lcb.datasets.load("carcinoma")
+    comp = lcb.compare(data, n_classes="auto", max_classes=5, methods=["bic"], exact=False,
+                       restarts=2, progress=False, workers=2)
+    assert len(released) == len(comp.settings["batches"]) >= 2
+
+
 def test_auto_stops_at_the_cap_and_says_so():
     data = lcb.datasets.load("carcinoma")
     comp = lcb.compare(data, n_classes="auto", max_classes=2, methods=["bic"], exact=False,

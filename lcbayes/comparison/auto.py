@@ -6,7 +6,9 @@ until the two candidates with the most classes both lie below the best by more t
 :data:`~lcbayes.comparison.policy.DISAGREE_SE` combined standard errors (:func:`peaked`), or
 ``K`` reaches the cap. Every batch is an ordinary comparison of its ``K`` (every engine seeded
 alike, the batch's largest ``K`` padding its programs); the batches are merged into one
-:class:`~lcbayes.ComparisonResult`, whose settings record them.
+:class:`~lcbayes.ComparisonResult`, whose settings record them. A batch's compiled programs
+are released when it ends (no later batch has its padding), so a long run holds one batch's
+programs at a time, not every batch's.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any, Literal
 
+import jax
 import numpy as np
 import pandas as pd
 
@@ -290,7 +291,10 @@ def compare(
         def batch(ks: list[int]) -> ComparisonResult:
             left = (None if time_limit is None
                     else max(time_limit - (time.perf_counter() - began), 1e-3))
-            return _compare(data, None, ks, **{**common, "frame": None, "time_limit": left})
+            done = _compare(data, None, ks, **{**common, "frame": None, "time_limit": left})
+            # the batch's programs are padded to its own largest K: no later batch reuses them
+            jax.clear_caches()
+            return done
 
         result = auto_classes(batch, cap, workers)
         if frame is None:
