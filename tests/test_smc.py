@@ -153,7 +153,7 @@ def test_distinct_optima_are_distinct_up_to_relabelling():
                           np.concatenate([table, table[:, ::-1], table])),
                   history=np.zeros((3, 1)), n_iter=np.ones(3), converged=np.ones(3, bool),
                   loglik=np.array([-10.0, -10.0, -12.0]), objective=np.zeros(3))
-    optima = distinct_optima(runs)
+    optima = distinct_optima(runs, rows=100)
     assert [o.loglik for o in optima] == [-10.0, -12.0]           # the swap is the same mode
     assert [padded_count(n) for n in (1, 2, 3, 5)] == [1, 2, 4, 8]
 

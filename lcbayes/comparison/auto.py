@@ -27,21 +27,27 @@ __all__ = ["AUTO_MAX_CLASSES", "auto_classes", "peaked"]
 AUTO_MAX_CLASSES = 20
 
 
-def auto_classes(run: Callable[[list[int]], ComparisonResult], cap: int, step: int
+def auto_classes(run: Callable[[list[int]], ComparisonResult], cap: int, step: int,
+                 on_batch: Callable[[ComparisonResult], object] | None = None
                  ) -> ComparisonResult:
     """The module docstring's loop: ``run(ks)`` compares candidates ``LC(k)`` for ``k`` in
-    ``ks``; ``step`` more ``K`` at a time after the first three, up to ``cap``."""
+    ``ks``; ``step`` more ``K`` at a time after the first three, up to ``cap``;
+    ``on_batch(result so far)`` after every batch."""
     first = list(range(1, min(3, cap) + 1))
     result = run(first)
     batches = [first]
-    while not peaked(result) and batches[-1][-1] < cap:
+    while True:
+        result.settings.update({"n_classes": "auto", "max_classes": cap,
+                                "batches": [list(b) for b in batches],
+                                "peaked": peaked(result)})
+        if on_batch is not None:
+            on_batch(result)
+        if result.settings["peaked"] or batches[-1][-1] >= cap:
+            return result
         top = batches[-1][-1]
         more = list(range(top + 1, min(top + max(step, 1), cap) + 1))
         result = _merged(result, run(more))
         batches.append(more)
-    result.settings.update({"n_classes": "auto", "max_classes": cap, "batches": batches,
-                            "peaked": peaked(result)})
-    return result
 
 
 def peaked(result: ComparisonResult) -> bool:

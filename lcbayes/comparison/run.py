@@ -18,7 +18,7 @@ import inspect
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any, Literal
@@ -176,6 +176,7 @@ def compare(
     *,
     n_classes: Iterable[int] | int | Literal["auto"] | None = None,
     max_classes: int = AUTO_MAX_CLASSES,
+    on_batch: Callable[[ComparisonResult], object] | None = None,
     methods: Sequence[str] | str | None = None,
     seed: Seed = 0,
     restarts: int = _EM["restarts"].default,
@@ -204,6 +205,9 @@ def compare(
             :data:`~lcbayes.comparison.policy.DISAGREE_SE` combined standard errors), at most
             ``max_classes``.
         max_classes: the cap of ``n_classes="auto"``.
+        on_batch: with ``n_classes="auto"``, called after every batch with the comparison of
+            every candidate so far (to save or show a long search as it goes; its ``settings``
+            record the batches, and ``"peaked"`` whether the search has stopped).
         methods: names of registered methods (:func:`lcbayes.comparison.selectable_methods`;
             built in: ``bic``, ``bic_e``, ``aic``, ``icl``, ``cs``, ``bicp``, ``abic``,
             ``caic``, ``entropy`` (one ML EM fit serves them all), ``lmr``, ``blrt`` (each
@@ -296,11 +300,14 @@ def compare(
             jax.clear_caches()
             return done
 
-        result = auto_classes(batch, cap, workers)
+        result = auto_classes(batch, cap, workers, on_batch)
         if frame is None:
             return result
         return _with_effects(result, frame, **{k: v for k, v in common.items()
                                                if k != "frame"})
+    if on_batch is not None:
+        raise LcbayesError("on_batch applies to n_classes='auto' only (one batch otherwise: "
+                           "use the returned comparison)")
     return _compare(data, candidates, n_classes, **common)
 
 

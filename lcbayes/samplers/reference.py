@@ -2,12 +2,27 @@
 built from the optima of variational Bayes and maximum-likelihood EM.
 
 **Distinct optima.** EM from random starts (:func:`lcbayes.engines.em.em_restarts`) stops at
-the posterior's modes, each in one of ``K!`` labellings. Two optima are the same mode when,
-after the classes of one are matched to the other's (the Hungarian method, Kuhn 1955, on the
-largest difference between two classes' item probabilities), no matched pair differs by more
-than :data:`SAME_OPTIMUM` in any probability or class weight. :func:`distinct_optima` keeps
-the best of each mode, highest log-likelihood first. (A duplicate left in costs particles, not
-accuracy: the engine's final correction counts a mode covered twice once.)
+the posterior's modes, each in one of ``K!`` labellings, and often at several points of one
+basin a fraction of the posterior's spread apart (and VB's posterior means sit beside EM's
+maximum). Two optima are the same mode when they are less than :data:`SAME_MODE_SDS`
+posterior standard deviations apart (:func:`matched_gap`): every difference of a class weight
+or item probability is scaled by its spread on ``N`` rows at the pair's mean,
+
+    sd(w)^2 = (w (1 - w) + 1 / N) / N,    sd(theta)^2 = (theta (1 - theta) + 1 / n) / n,
+    n = N w + 1
+
+(a proportion's binomial spread; a nearly empty class's tables are as loose as its prior's);
+the root mean square of a class's scaled differences (its weight and every item probability)
+is its distance; the classes of one optimum are matched to the other's (the Hungarian method,
+Kuhn 1955, on the squared distances), and the largest matched distance is the optima's. A
+class's mean rather than its largest difference: among the hundreds of probabilities of a
+survey model one near the boundary can differ by three standard deviations within one basin,
+while a different mode moves a whole class. :func:`distinct_optima` keeps the best of each
+mode, highest log-likelihood first. Points of one basin must be one component: the final
+correction of :mod:`lcbayes.samplers.tempered_smc` divides a particle's share between the
+components that cover it, and between two near copies of one mode that share is a noisy ratio
+of two densities over every row, which makes the estimate low and the path longer
+(``reports/evidence-at-scale.md``).
 
 **Which optima.** At an over-fitted ``K`` EM's maximum-likelihood optima fill every class (a
 class split in two), while the posterior puts its mass where the superfluous classes are nearly
@@ -44,6 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
+from ..data import Dataset
 from ..engines.algorithms.state import EMRuns
 from ..engines.em import em_restarts
 from ..engines.vbem import vbem
@@ -54,7 +70,7 @@ from .reference_density import Reference
 from .tempered_smc import TemperedData
 
 __all__ = [
-    "SAME_OPTIMUM",
+    "SAME_MODE_SDS",
     "SMOOTHED_ROWS",
     "SMOOTHING",
     "TAIL",
@@ -68,8 +84,9 @@ __all__ = [
     "smoothing_for",
 ]
 
-#: Largest difference of any matched probability for two optima to be one mode.
-SAME_OPTIMUM = 0.02
+#: Largest difference of any matched weight or probability, in posterior standard deviations,
+#: for two optima to be one mode (module docstring).
+SAME_MODE_SDS = 2.5
 #: ``eps`` of the module docstring, at most: every row keeps this much probability spread over
 #: the classes.
 SMOOTHING = 0.01
@@ -87,20 +104,30 @@ class Optimum(NamedTuple):
     tables: tuple[np.ndarray, ...]
 
 
-def matched_gap(a: Optimum, b: Optimum) -> float:
-    """The largest difference of a class weight or item probability between ``a`` and ``b``
-    after ``b``'s classes are matched to ``a``'s (module docstring)."""
+def matched_gap(a: Optimum, b: Optimum, rows: int) -> float:
+    """How far ``a`` and ``b`` are apart in posterior standard deviations on ``rows`` rows
+    (module docstring): after ``b``'s classes are matched to ``a``'s, the largest over matched
+    classes of the root mean square of their scaled differences."""
     from scipy.optimize import linear_sum_assignment  # loaded here: the CLI loads no optimiser
-    gaps = np.abs(a.weights[:, None] - b.weights[None, :])
+    n_rows = float(max(rows, 1))
+    w = (a.weights[:, None] + b.weights[None, :]) / 2
+    squares = (a.weights[:, None] - b.weights[None, :]) ** 2 / (
+        (w * (1 - w) + 1 / n_rows) / n_rows)
+    terms = 1
+    n = (n_rows * w + 1)[..., None]
     for ta, tb in zip(a.tables, b.tables, strict=True):
-        gaps = np.maximum(gaps, np.abs(ta[:, None, :] - tb[None, :, :]).max(-1))
-    rows, cols = linear_sum_assignment(gaps)
-    return float(gaps[rows, cols].max())
+        theta = (ta[:, None, :] + tb[None, :, :]) / 2
+        squares = squares + ((ta[:, None, :] - tb[None, :, :]) ** 2 / (
+            (theta * (1 - theta) + 1 / n) / n)).sum(-1)
+        terms += ta.shape[1]
+    mean_squares = squares / terms
+    matched_rows, cols = linear_sum_assignment(mean_squares)
+    return float(np.sqrt(mean_squares[matched_rows, cols].max()))
 
 
-def distinct_optima(runs: EMRuns) -> list[Optimum]:
-    """The distinct optima among EM restarts (module docstring), highest log-likelihood first;
-    restarts that did not finish (NaN) are left out."""
+def distinct_optima(runs: EMRuns, rows: int) -> list[Optimum]:
+    """The distinct optima among EM restarts on ``rows`` rows (module docstring), highest
+    log-likelihood first; restarts that did not finish (NaN) are left out."""
     order = np.argsort(-np.nan_to_num(np.asarray(runs.loglik, dtype=np.float64),
                                       nan=-np.inf), kind="stable")
     kept: list[Optimum] = []
@@ -109,7 +136,7 @@ def distinct_optima(runs: EMRuns) -> list[Optimum]:
             continue
         candidate = Optimum(float(runs.loglik[r]), np.asarray(runs.tables[0][r][0]),
                             tuple(np.asarray(t[r]) for t in runs.tables[1:]))
-        if all(matched_gap(o, candidate) > SAME_OPTIMUM for o in kept):
+        if all(matched_gap(o, candidate, rows) > SAME_MODE_SDS for o in kept):
             kept.append(candidate)
     return kept
 
@@ -179,7 +206,7 @@ def product_reference(data: TemperedData, prior: LCPrior, optima: list[Optimum],
 
 
 
-def reference_optima(structure: Structure, data, *, restarts: int, seed, prior: PriorSpec
+def reference_optima(structure: Structure, data: Dataset, *, restarts: int, seed, prior: PriorSpec
                      ) -> list[Optimum]:
     """The optima of one run's reference (module docstring): the best of ``restarts`` VB fits
     (``prior``), then the distinct optima of ``restarts`` EM restarts that it does not
@@ -187,5 +214,6 @@ def reference_optima(structure: Structure, data, *, restarts: int, seed, prior: 
     vb = vbem(structure, data, restarts=restarts, seed=seed, prior=prior)
     means = [np.asarray(t) for t in vb.posterior_mean.values()]
     first = Optimum(float(vb.elbo), means[0].ravel(), tuple(means[1:]))
-    others = distinct_optima(em_restarts(structure, data, restarts=restarts, seed=seed))
-    return [first, *(o for o in others if matched_gap(first, o) > SAME_OPTIMUM)]
+    rows = data.n_observed_rows
+    others = distinct_optima(em_restarts(structure, data, restarts=restarts, seed=seed), rows)
+    return [first, *(o for o in others if matched_gap(first, o, rows) > SAME_MODE_SDS)]
