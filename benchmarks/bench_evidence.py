@@ -312,10 +312,14 @@ def _combined(smc, bridge):
 
 
 def _head(part: dict) -> str:
+    """The part's run: mode, seed, wall, load, memory, source, and any note kept with it."""
+    note = f" {part['note']}" if part.get("note") else ""
     return (f"*{'quick' if part['quick'] else 'full'} mode, seed {part['seed']}, "
             f"{part['wall']:.0f} s wall from {part['began']}, load average "
-            f"{part['load_before']:.1f} before and {part['load_after']:.1f} after, peak memory "
-            f"{part['peak_mb']:.0f} MB; source {part['source']}.*")
+            f"{part['load_before']:.1f} before and "
+            + ("not recorded" if math.isnan(part["load_after"]) else f"{part['load_after']:.1f}")
+            + f" after, peak memory "
+            f"{part['peak_mb']:.0f} MB; source {part['source']}.*{note}")
 
 
 def _agreement(rows: list[dict]) -> list[list[str]]:

@@ -39,6 +39,22 @@ def test_every_batch_releases_its_compiled_programs(monkeypatch):
     assert len(released) == len(comp.settings["batches"]) >= 2
 
 
+def test_on_batch_sees_every_batch_as_it_ends():
+    data = lcb.datasets.load("carcinoma")
+    seen = []
+    comp = lcb.compare(data, n_classes="auto", max_classes=5, methods=["bic"], exact=False,
+                       restarts=2, progress=False, workers=2,
+                       on_batch=lambda so_far: seen.append(
+                           ([st.n_classes for st in so_far.structures],
+                            so_far.settings["peaked"])))
+    batches = comp.settings["batches"]
+    assert [ks for ks, _ in seen] == [[k for b in batches[:i + 1] for k in b]
+                                      for i in range(len(batches))]
+    assert seen[-1][1] == comp.settings["peaked"]
+    with pytest.raises(lcb.LcbayesError, match="on_batch"):
+        lcb.compare(data, n_classes=[1, 2], methods=["bic"], on_batch=print)
+
+
 def test_auto_stops_at_the_cap_and_says_so():
     data = lcb.datasets.load("carcinoma")
     comp = lcb.compare(data, n_classes="auto", max_classes=2, methods=["bic"], exact=False,

@@ -29,8 +29,10 @@ from lcbayes.samplers.allocations import (
 from lcbayes.samplers.bridge import log_permanent
 from lcbayes.samplers.gibbs import symmetric_prior
 from lcbayes.samplers.reference import (
+    SAME_MODE_SDS,
     Optimum,
     distinct_optima,
+    matched_gap,
     padded_count,
     product_reference,
     reference_optima,
@@ -153,9 +155,26 @@ def test_distinct_optima_are_distinct_up_to_relabelling():
                           np.concatenate([table, table[:, ::-1], table])),
                   history=np.zeros((3, 1)), n_iter=np.ones(3), converged=np.ones(3, bool),
                   loglik=np.array([-10.0, -10.0, -12.0]), objective=np.zeros(3))
-    optima = distinct_optima(runs, rows=100)
+    optima = distinct_optima(runs, rows=1000)
     assert [o.loglik for o in optima] == [-10.0, -12.0]           # the swap is the same mode
     assert [padded_count(n) for n in (1, 2, 3, 5)] == [1, 2, 4, 8]
+
+
+def test_points_of_one_basin_are_one_mode():
+    # optima a fraction of the posterior's spread apart (a VB mean beside EM's maximum) are
+    # one reference component; the same gap on far more rows is a different mode
+    a = Optimum(-10.0, np.array([0.6, 0.4]), (np.array([[0.9, 0.1], [0.2, 0.8]]),))
+    near = Optimum(-10.1, np.array([0.63, 0.37]), (np.array([[0.85, 0.15], [0.25, 0.75]]),))
+    assert matched_gap(a, near, rows=100) < SAME_MODE_SDS < matched_gap(a, near, rows=10_000)
+    swapped = Optimum(-10.1, near.weights[::-1], (near.tables[0][::-1],))
+    assert matched_gap(a, swapped, rows=100) == pytest.approx(matched_gap(a, near, rows=100))
+    # a boundary probability three spreads off in one item of many is still the same basin
+    tables = tuple(np.array([[0.5, 0.5], [0.3, 0.7]]) for _ in range(12))
+    base = Optimum(-5.0, np.array([0.5, 0.5]), tables)
+    spike = Optimum(-5.0, np.array([0.5, 0.5]),
+                    (np.array([[0.5, 0.5], [0.3 + 3 * math.sqrt(0.21 / 51), 0.7
+                                            - 3 * math.sqrt(0.21 / 51)]]), *tables[1:]))
+    assert matched_gap(base, spike, rows=100) < SAME_MODE_SDS
 
 
 def test_run_statistics_grade_instead_of_refusing():

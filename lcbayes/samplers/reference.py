@@ -40,10 +40,14 @@ counts there,
 ``eps`` = :func:`smoothing_for` ``N`` (:data:`SMOOTHING`, but no more than
 :data:`SMOOTHED_ROWS` rows' worth in all: at ``beta = 0`` about ``eps N`` rows sit in a random
 class, a mismatch the path must anneal away and which grows with ``N``) and ``t`` =
-:data:`TAIL`: ``g`` is the complete-data posterior at
-the expected counts widened by ``1 / t`` (``t = 1``: the optimum's variational posterior, whose
-tails are too light for small data). Both parts are normalised, so each component's normaliser
-is one. Components are weighted equally.
+:func:`tail_for` ``N``: ``g`` is the complete-data posterior at the expected counts widened by
+``1 / t`` (``t = 1``: the optimum's variational posterior, whose tails are too light for small
+data). ``t`` is :data:`TAIL`, and smaller below :data:`TAIL_ROWS` rows (``TAIL N /
+TAIL_ROWS``): there a class holds a few rows, its posterior is far from a Dirichlet at its
+expected counts, and a reference with lighter tails than the posterior leaves part of it where
+the particles hardly reach (the estimate comes out low with an error bar too small to show
+it; ``reports/evidence-at-scale.md``, coverage). Both parts are normalised, so each
+component's normaliser is one. Components are weighted equally.
 
 Example::
 
@@ -74,6 +78,7 @@ __all__ = [
     "SMOOTHED_ROWS",
     "SMOOTHING",
     "TAIL",
+    "TAIL_ROWS",
     "Optimum",
     "distinct_optima",
     "log_responsibilities",
@@ -82,6 +87,7 @@ __all__ = [
     "product_reference",
     "reference_optima",
     "smoothing_for",
+    "tail_for",
 ]
 
 #: Largest difference of any matched weight or probability, in posterior standard deviations,
@@ -94,6 +100,8 @@ SMOOTHING = 0.01
 SMOOTHED_ROWS = 20.0
 #: ``t`` of the module docstring (``g``'s counts scaled by it).
 TAIL = 0.5
+#: ... from this many rows on; fewer rows get a proportionally smaller ``t`` (:func:`tail_for`).
+TAIL_ROWS = 100
 
 
 class Optimum(NamedTuple):
@@ -181,6 +189,12 @@ def smoothing_for(rows: int) -> float:
     """``eps`` for ``rows`` rows: :data:`SMOOTHING`, or :data:`SMOOTHED_ROWS` ``/ rows`` if
     smaller (module docstring)."""
     return min(SMOOTHING, SMOOTHED_ROWS / max(rows, 1))
+
+
+def tail_for(rows: int) -> float:
+    """``t`` for ``rows`` rows: :data:`TAIL`, scaled by ``rows /`` :data:`TAIL_ROWS` below
+    that many rows (module docstring)."""
+    return TAIL * min(1.0, max(rows, 1) / TAIL_ROWS)
 
 
 def padded_count(n: int) -> int:

@@ -43,7 +43,13 @@ from ..structure import Structure
 from ..validation import Seed, check_int, check_positive, fit_data, prng_key, seed_record
 from .gibbs import symmetric_prior
 from .particle_filter import TEMPER_ESS
-from .reference import Optimum, product_reference, reference_optima, smoothing_for
+from .reference import (
+    Optimum,
+    product_reference,
+    reference_optima,
+    smoothing_for,
+    tail_for,
+)
 from .smc_network import network_data, network_prior, run_network_smc
 from .smc_result import MIN_RUNS, SMCResult, run_statistics
 from .tempered_smc import TemperedData, run_tempered, tempered_data
@@ -223,7 +229,7 @@ def smc(structure: Structure, data, *, particles: int | None = None, runs: int =
         # one class: the reference with t = 1 is the posterior itself, so one exact step
         reference = product_reference(tempered, lc_prior, optima, k, size=components,
                                       smoothing=smoothing_for(data.n_observed_rows),
-                                      **({"tail": 1.0} if k == 1 else {}))
+                                      tail=1.0 if k == 1 else tail_for(data.n_observed_rows))
         end = run_tempered(jax.random.fold_in(key, made), device, lc_prior, reference, k,
                            particles=particles, ess_target=ess_target, sweeps=sweeps,
                            max_steps=MAX_STEPS)
