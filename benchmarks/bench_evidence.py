@@ -235,43 +235,38 @@ def part_large(size: dict, seed: int) -> dict:
 
 
 # ---------------------------------------------------------------------------- running
-#: Where :func:`run_part` saves, for the parts that save as they go.
-_PARTIAL: dict[str, Path] = {}
+#: The running part's record (name, folder, seed, start, load before): what its JSON carries.
+_RUNNING: dict = {}
+
+
+def _write_part(out: dict, wall: float, load_after: float) -> None:
+    """The running part's JSON: ``out`` with the run's record, wall seconds, load and peak
+    memory."""
+    record = {k: v for k, v in _RUNNING.items() if k != "results"}
+    out = {**out, **record, "wall": wall, "load_after": load_after,
+           "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+           "source": _source()}
+    _RUNNING["results"].mkdir(parents=True, exist_ok=True)
+    (_RUNNING["results"] / f"{record['part']}.json").write_text(
+        json.dumps(out, indent=1, default=float))
 
 
 def _save_partial(name: str, out: dict) -> None:
-    """Part ``name``'s figures so far, saved as its JSON (marked unfinished) so that a run
-    stopped part-way leaves what it measured."""
-    results = _PARTIAL.get(name)
-    if results is None:
-        return
-    out = {**out, "part": name, "wall": out.get("seconds", 0.0),
-           "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-           "source": _source(), **_PARTIAL_HEAD}
-    results.mkdir(parents=True, exist_ok=True)
-    (results / f"{name}.json").write_text(json.dumps(out, indent=1, default=float))
-
-
-_PARTIAL_HEAD: dict = {}
+    """Part ``name``'s figures so far, saved as its JSON (marked unfinished by the caller) so
+    that a run stopped part-way leaves what it measured."""
+    if _RUNNING.get("part") == name:
+        _write_part(out, out.get("seconds", 0.0), float("nan"))
 
 
 def run_part(name: str, quick: bool, seed: int, results: Path) -> None:
     """Part ``name`` in this process; its JSON with the machine, load and peak memory."""
     size = QUICK if quick else FULL
-    load = os.getloadavg()[0]
-    began = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    _PARTIAL[name] = results
-    _PARTIAL_HEAD.update({"quick": quick, "seed": seed, "began": began, "load_before": load,
-                          "load_after": float("nan")})
+    _RUNNING.update({"part": name, "results": results, "quick": quick, "seed": seed,
+                     "began": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                     "load_before": os.getloadavg()[0]})
     t = time.perf_counter()
     out = globals()[f"part_{name}"](size, seed)
-    out.update({"part": name, "quick": quick, "seed": seed, "began": began,
-                "wall": time.perf_counter() - t, "load_before": load,
-                "load_after": os.getloadavg()[0],
-                "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                "source": _source()})
-    results.mkdir(parents=True, exist_ok=True)
-    (results / f"{name}.json").write_text(json.dumps(out, indent=1, default=float))
+    _write_part(out, time.perf_counter() - t, os.getloadavg()[0])
 
 
 def _source() -> str:
