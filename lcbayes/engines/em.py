@@ -61,6 +61,7 @@ from ..params import (
     prior_tables,
     probability_tables,
 )
+from ..program_cache import cached_jit
 from ..progress import progress_bar
 from ..sharding import pattern_shards
 from ..structure import Structure
@@ -86,7 +87,7 @@ def _log(tables):
     return tuple(jnp.log(t) for t in tables)
 
 
-_starts = jax.jit(starts, static_argnames=("structure",))
+_starts = cached_jit(starts, static_argnames=("structure",))
 
 
 _TINY = 1e-300  # floor for logs of probabilities in the extrapolation (exact zeros allowed)
@@ -150,8 +151,8 @@ def em_runner(structure: Structure, patterns, weights, alphas, tol_total, limit,
     return run
 
 
-@partial(jax.jit, static_argnames=("structure", "max_iter", "shift", "batch_size",
-                                   "accelerate", "complete"))
+@partial(cached_jit, static_argnames=("structure", "max_iter", "shift", "batch_size",
+                                     "accelerate", "complete"))
 def run_em(structure: Structure, patterns, weights, alphas, tol_total, starts, limit,
            max_iter: int, shift: float, batch_size: int, accelerate: bool,
            tying: RowTying | None = None, complete: tuple[int, ...] = (),

@@ -63,6 +63,7 @@ from ..inference import complete_columns, e_step, flat, flat_e_step, prepare
 from ..inference.tying import RowTying, entry_weights, pool
 from ..memory import check_restarts_memory
 from ..params import PriorSpec, from_tables, proper_prior_tables, to_tables
+from ..program_cache import cached_jit
 from ..render import JSONRecord
 from ..sharding import pattern_shards
 from ..structure import Structure
@@ -147,8 +148,8 @@ def _row_weights(tying: RowTying | None):
     return None if tying is None else tying.row_weights
 
 
-@partial(jax.jit, static_argnames=("structure", "max_iter", "batch_size", "from_tables",
-                                   "accelerate", "complete"))
+@partial(cached_jit, static_argnames=("structure", "max_iter", "batch_size", "from_tables",
+                                     "accelerate", "complete"))
 def run_vbem(structure: Structure, patterns, weights, priors, starts, tol_total, max_iter: int,
              batch_size: int, from_tables: bool = True, accelerate: bool = True,
              tying: RowTying | None = None, complete: tuple[int, ...] = (),

@@ -52,6 +52,7 @@ from scipy.special import ndtri, stdtrit
 from ..engines.run_record import start_engine
 from ..errors import ArgumentError
 from ..params import PriorSpec
+from ..program_cache import cached_jit
 from ..render import fmt
 from ..structure import Structure
 from ..validation import Seed, check_int, fit_data, prng_key, seed_record
@@ -172,7 +173,7 @@ def _chains(key, data: LCData, prior: LCPrior, k, log_start, *, chains: int, war
     return jax.vmap(chain)(jax.random.split(key, chains))
 
 
-@partial(jax.jit, static_argnames=("chains", "warmup", "draws"))
+@partial(cached_jit, static_argnames=("chains", "warmup", "draws"))
 def _chain_draws(key, data: LCData, prior: LCPrior, k, log_starts, *, chains: int, warmup: int,
                  draws: int) -> Particles:
     """``(M, chains, draws)`` kept draws of every mode's chains (started at ``log_starts (M,
@@ -182,7 +183,7 @@ def _chain_draws(key, data: LCData, prior: LCPrior, k, log_starts, *, chains: in
         jax.random.split(key, log_starts.shape[0]), log_starts)
 
 
-@partial(jax.jit, static_argnames=("components",))
+@partial(cached_jit, static_argnames=("components",))
 def _strata(key, data: LCData, prior: LCPrior, k, densities: ModeDensity, first: Particles,
             post: Particles, used: jax.Array, *, components: int
             ) -> tuple[jax.Array, jax.Array]:

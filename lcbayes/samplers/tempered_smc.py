@@ -75,6 +75,7 @@ import numpy as np
 from jax.scipy.special import logsumexp
 
 from ..data import Dataset
+from ..program_cache import cached_jit
 from .allocations import (
     PrefixClass,
     all_rows,
@@ -325,7 +326,7 @@ def build_kernel(data: TemperedData, prior: LCPrior, reference: Reference, k, *,
     return step
 
 
-@partial(jax.jit, static_argnames=("particles", "sweeps", "max_steps"))
+@partial(cached_jit, static_argnames=("particles", "sweeps", "max_steps"))
 def run_tempered(key, data: TemperedData, prior: LCPrior, reference: Reference, k, *,
                  particles: int, ess_target: float, sweeps: int, max_steps: int
                  ) -> TemperedEnd:
