@@ -19,7 +19,7 @@ from .cache import enable_default_cache
 jax.config.update("jax_enable_x64", True)
 enable_default_cache()
 
-__all__ = ["QUICK_COMPILE"]
+__all__ = ["QUICK_COMPILE", "on_device"]
 
 #: Per-program compiler options (``jax.jit(..., compiler_options=QUICK_COMPILE)``) for long
 #: sampling loops on small problems, where compiling costs more than running: XLA's backend
@@ -27,3 +27,14 @@ __all__ = ["QUICK_COMPILE"]
 #: fast on a few dozen patterns (AIS: :data:`lcbayes.engines.ais.QUICK_COMPILE_PATTERNS`; the
 #: allocation sampler); level 0 runs 2.5-3 times slower. Nothing else changes: the same numbers.
 QUICK_COMPILE = {"xla_backend_optimization_level": 1}
+
+
+def on_device(x) -> jax.Array:
+    """``x`` (a NumPy array or anything ``np.asarray`` takes) as a JAX array, by
+    ``jax.device_put``: ``jnp.asarray`` of a host array compiles a small program for every new
+    shape (JAX 0.10), which host code calling it at many shapes pays for in every process."""
+    if isinstance(x, jax.Array):
+        return x
+    import numpy as np
+
+    return jax.device_put(np.asarray(x))

@@ -179,7 +179,11 @@ def cached_jit(fun: Callable | None = None, *, static_argnames: tuple[str, ...] 
                     names, jax.tree.unflatten(tree, values), strict=True)), **static)
             entry = (exported, out_tree[0])
         exported, out = entry
-        run = jax.jit(exported.call, compiler_options=compiler_options)
+        def loaded_program(*values):
+            return exported.call(*values)
+
+        loaded_program.__name__ = loaded_program.__qualname__ = fun.__name__  # in JAX's logs
+        run = jax.jit(loaded_program, compiler_options=compiler_options)
         return lambda *values: jax.tree.unflatten(out, run(*values))
 
     call.jitted = jitted  # type: ignore[attr-defined]

@@ -22,7 +22,7 @@ TRACES: list[int] = []
 def body(key, x, scale, *, steps: int):
     """A small loop with a random draw and a NamedTuple result; counts its traces."""
     TRACES.append(steps)
-    draws = jax.random.normal(key, (steps,) + x.shape)
+    draws = jax.random.normal(key, (steps, *x.shape))
     total = jax.lax.fori_loop(0, steps, lambda i, s: s + draws[i] * scale, x)
     return TemperedInfo(total, total.sum(), jnp.asarray(steps), x.mean())
 

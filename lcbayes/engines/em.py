@@ -53,6 +53,7 @@ from jax.scipy.special import xlogy
 from ..errors import ArgumentError, ArgumentTypeError
 from ..inference import complete_columns, e_step, flat, flat_e_step, log_marginal, prepare
 from ..inference.tying import RowTying, entry_weights, pool
+from ..jax_setup import on_device
 from ..memory import check_restarts_memory
 from ..params import (
     PriorSpec,
@@ -169,7 +170,7 @@ def em_restarts(structure: Structure, data, *, restarts: int, seed: Seed = 0,
     """Every restart of a maximum-likelihood fit (SQUAREM, :func:`em`'s random starts and
     stopping rule), NumPy, unordered: the optima a data-informed reference is built from
     (:mod:`lcbayes.samplers.reference`). ``data`` must already fit ``structure``."""
-    patterns, weights = jnp.asarray(data.patterns), jnp.asarray(data.counts)
+    patterns, weights = on_device(data.patterns), on_device(data.counts)
     starts = _starts(structure, patterns, weights, jax.random.split(prng_key(seed), restarts))
     batch_size = check_batching(None, restarts)
     tol_total = tol * max(data.n_observed_rows, 1)
@@ -475,7 +476,7 @@ def em(
     best_tables = [t[best] for t in runs.tables]
     tables = order_classes(structure, best_tables if padding is None
                             else list(padding.unpad(best_tables)))
-    jtables = tuple(jnp.asarray(t) for t in (tables if padding is None else padding.pad(tables)))
+    jtables = tuple(on_device(t) for t in (tables if padding is None else padding.pad(tables)))
     observed = np.where((np.asarray(patterns) >= 0).any(axis=1), np.asarray(weights),
                         0.0)  # all-missing rows: 1
     est = _final_e_step(run_structure, jtables, patterns, observed)

@@ -61,6 +61,7 @@ from ..data import Dataset
 from ..errors import ArgumentError, ArgumentTypeError
 from ..inference import complete_columns, e_step, flat, flat_e_step, prepare
 from ..inference.tying import RowTying, entry_weights, pool
+from ..jax_setup import on_device
 from ..memory import check_restarts_memory
 from ..params import PriorSpec, from_tables, proper_prior_tables, to_tables
 from ..program_cache import cached_jit
@@ -130,7 +131,7 @@ class VBRuns(NamedTuple):
 def _observed_weights(data: Dataset) -> jax.Array:
     """Pattern counts, zero for rows with no observed value: such a row's factor is exactly one
     (everything in it sums out), so leaving it out keeps the bound as tight as possible."""
-    return jnp.asarray(np.where((data.patterns >= 0).any(axis=1), data.counts, 0.0))
+    return on_device(np.where((data.patterns >= 0).any(axis=1), data.counts, 0.0))
 
 
 def _vbe(structure: Structure, alphas, evidence, weights, active=None):
@@ -296,7 +297,7 @@ def vbem(
     data = fit_data(structure, data)
     shards = pattern_shards(devices, data.n_patterns)
     lambdas = proper_prior_tables(structure, prior, "vbem")
-    patterns = jnp.asarray(data.patterns)
+    patterns = on_device(data.patterns)
     weights = _observed_weights(data)
     rng = numpy_rng(seed)
     starts: tuple[np.ndarray | jax.Array, ...]  # drawn in NumPy, run in JAX
@@ -310,9 +311,9 @@ def vbem(
         run_structure, active = padding.padded, jnp.asarray(padding.held()[0])
         lambdas_run = padding.pad(lambdas, 1.0, 1.0)
         starts = padding.pad(starts)
-    priors = tuple(jnp.asarray(a) for a in (lambdas if padding is None else lambdas_run))
+    priors = tuple(on_device(a) for a in (lambdas if padding is None else lambdas_run))
     n_obs = max(data.n_observed_rows, 1)
-    starts = tuple(jnp.asarray(t) for t in starts)
+    starts = tuple(on_device(t) for t in starts)
     if shards is not None:  # lcbayes.sharding
         patterns, weights = shards.place(data.patterns, weights)
         priors, starts, active = shards.replicate((priors, starts, active))
@@ -322,7 +323,7 @@ def vbem(
         complete=complete_columns(data.patterns), active=active))
     best = int(np.nanargmax(runs.elbo))
     alphas: tuple[np.ndarray | jax.Array, ...]  # unpadded in NumPy
-    alphas = tuple(jnp.asarray(a[best]) for a in runs.alphas)
+    alphas = tuple(on_device(a[best]) for a in runs.alphas)
     est = _final_vbe(run_structure, alphas, patterns, weights, active)
     if shards is not None:
         est = shards.unpad_e_step(est)

@@ -51,6 +51,7 @@ from ..data import Dataset
 from ..engines.gamma_sampler import log_gamma
 from ..engines.run_record import start_engine
 from ..errors import ArgumentError
+from ..jax_setup import on_device
 from ..params import PriorSpec, proper_prior_tables
 from ..render import json_value
 from ..structure import Structure
@@ -150,7 +151,7 @@ def symmetric_prior(structure: Structure, prior: PriorSpec, slots: int, categori
     lam = np.ones((slots, *categories.shape))
     for j, table in enumerate(tables[1:]):
         lam[:, j, :table.shape[1]] = table[0]
-    return LCPrior(jnp.full(slots, weights[0]), jnp.asarray(lam))
+    return LCPrior(on_device(np.full(slots, weights[0])), on_device(lam))
 
 
 def class_log_lik(one_hot, categories, log_theta) -> jax.Array:

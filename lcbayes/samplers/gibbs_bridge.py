@@ -51,6 +51,7 @@ from scipy.special import ndtri, stdtrit
 
 from ..engines.run_record import start_engine
 from ..errors import ArgumentError
+from ..jax_setup import on_device
 from ..params import PriorSpec
 from ..program_cache import cached_jit
 from ..render import fmt
@@ -244,7 +245,7 @@ def _run(key, data: LCData, prior: LCPrior, k: int, optima: list[Optimum], *, ch
     optima = optima + [optima[0]] * (padded_count(used) - used)
     k_chain, k_q = jax.random.split(key)
     slots = prior.delta.shape[0]
-    starts = jnp.asarray(np.stack([log_responsibilities(data.one_hot, data.categories, o, k,
+    starts = on_device(np.stack([log_responsibilities(data.one_hot, data.categories, o, k,
                                                         slots) for o in optima]))
     kept = jax.tree.map(np.asarray, _chain_draws(k_chain, data, prior, k, starts,
                                                  chains=chains, warmup=warmup, draws=draws))
@@ -263,9 +264,9 @@ def _run(key, data: LCData, prior: LCPrior, k: int, optima: list[Optimum], *, ch
     modes = len(optima)
     strata, shares = _strata(
         k_q, data, prior, k, stacked,
-        jax.tree.map(lambda a: jnp.asarray(a[:, :, :half].reshape(modes, -1, *a.shape[3:])),
+        jax.tree.map(lambda a: on_device(a[:, :, :half].reshape(modes, -1, *a.shape[3:])),
                      kept),
-        jax.tree.map(lambda a: jnp.asarray(a[:, :, half:].reshape(modes, -1, *a.shape[3:])),
+        jax.tree.map(lambda a: on_device(a[:, :, half:].reshape(modes, -1, *a.shape[3:])),
                      kept), jnp.arange(modes) < used, components=components)
     return np.asarray(strata)[:used], np.asarray(shares)[:used]
 
@@ -321,7 +322,7 @@ def bridge_sampling(structure: Structure, data, *, runs: int = 4, chains: int = 
     assert k is not None  # a latent class structure has a number of classes
     slots = k if pad_classes is None else check_int(pad_classes, "pad_classes", k)
     lc = lc_data(data)
-    device = LCData(*map(jnp.asarray, lc))
+    device = LCData(*map(on_device, lc))
     lc_prior = symmetric_prior(structure, prior, slots, np.asarray(lc.categories))
     key = prng_key(seed)
     record = seed_record(seed)

@@ -36,6 +36,7 @@ import numpy as np
 from jax.scipy.special import gammaln, logsumexp
 
 from ..engines.gamma_sampler import log_gamma
+from ..jax_setup import on_device
 from .bridge import log_permanent
 
 __all__ = ["RIDGE", "ModeDensity", "coordinates", "draw", "fit", "log_density"]
@@ -112,7 +113,7 @@ def fit(categories, k: int, log_weights: np.ndarray, log_theta: np.ndarray, n_kj
     log_theta, log_weights = log_theta[rows, perms], log_weights[rows, perms]
     shapes = np.where(categories, np.asarray(lam) + n_kjr[rows, perms].mean(0), 1.0)
     layout = _layout(categories)
-    u = np.asarray(coordinates(layout, jnp.asarray(log_theta)))           # (n, S, D)
+    u = np.asarray(coordinates(layout, on_device(log_theta)))           # (n, S, D)
     mu = u.mean(0)
     centred = u - mu
     cov = np.einsum("nsd,nse->sde", centred, centred) / max(u.shape[0] - 1, 1)
@@ -124,8 +125,8 @@ def fit(categories, k: int, log_weights: np.ndarray, log_theta: np.ndarray, n_kj
     alpha[:k] = np.maximum(mean * max(precision, 1.0), 1e-3)
     chol = np.linalg.cholesky(cov)
     whiten = np.linalg.inv(chol)
-    return ModeDensity(jnp.asarray(alpha), jnp.asarray(mu), jnp.asarray(chol),
-                       jnp.asarray(whiten), jnp.asarray(shapes), *map(jnp.asarray, layout))
+    return ModeDensity(on_device(alpha), on_device(mu), on_device(chol),
+                       on_device(whiten), on_device(shapes), *map(on_device, layout))
 
 
 def _log_normal(u, mu, chol, whiten) -> jax.Array:

@@ -59,7 +59,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
@@ -67,6 +66,7 @@ from ..data import Dataset
 from ..engines.algorithms.state import EMRuns
 from ..engines.em import em_restarts
 from ..engines.vbem import vbem
+from ..jax_setup import on_device
 from ..params import PriorSpec
 from ..structure import Structure
 from .gibbs import LCPrior, class_log_lik
@@ -160,9 +160,9 @@ def log_responsibilities(one_hot, categories, optimum: Optimum, k: int, slots: i
         log_theta[:k, j, :table.shape[1]] = np.log(np.maximum(table, 1e-300))
     log_w = np.full(slots, -np.inf)
     log_w[:k] = np.log(np.maximum(optimum.weights, 1e-300))
-    logits = log_w[None, :] + np.asarray(class_log_lik(jnp.asarray(one_hot),
-                                                       jnp.asarray(categories),
-                                                       jnp.asarray(log_theta)))
+    logits = log_w[None, :] + np.asarray(class_log_lik(on_device(one_hot),
+                                                       on_device(categories),
+                                                       on_device(log_theta)))
     return logits - np.asarray(logsumexp(logits, axis=1, keepdims=True))
 
 
@@ -215,8 +215,8 @@ def product_reference(data: TemperedData, prior: LCPrior, optima: list[Optimum],
     log_q, weight_shapes, table_shapes = (np.stack(p) for p in zip(*parts, strict=True))
     log_omega = np.full(len(parts), -np.inf)
     log_omega[:m] = -np.log(m)
-    return Reference(jnp.asarray(log_q), jnp.asarray(weight_shapes), jnp.asarray(table_shapes),
-                     jnp.asarray(log_omega))
+    return Reference(on_device(log_q), on_device(weight_shapes), on_device(table_shapes),
+                     on_device(log_omega))
 
 
 

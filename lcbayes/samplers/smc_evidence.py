@@ -38,6 +38,7 @@ import numpy as np
 from ..data import Dataset
 from ..engines.run_record import start_engine
 from ..errors import ArgumentError
+from ..jax_setup import on_device
 from ..params import PriorSpec
 from ..structure import Structure
 from ..validation import Seed, check_int, check_positive, fit_data, prng_key, seed_record
@@ -45,6 +46,7 @@ from .gibbs import symmetric_prior
 from .particle_filter import TEMPER_ESS
 from .reference import (
     Optimum,
+    padded_count,
     product_reference,
     reference_optima,
     smoothing_for,
@@ -172,8 +174,10 @@ def smc(structure: Structure, data, *, particles: int | None = None, runs: int =
             make two; so fewer runs or rounds may run (then the error bar says so).
         seed: an integer or a ``jax.random`` key: every run's reference fits and draws.
         prior: Dirichlet pseudo-counts as everywhere in lcbayes, the same for every class.
-        pad_classes: run inside this many class slots (``compare`` passes its largest ``K`` so
-            that its candidates share one compiled program); the same estimator.
+        pad_classes: run inside this many class slots, and with the reference padded to
+            ``max_components`` components of weight zero (``compare`` passes its largest
+            ``K`` so that its candidates and rounds share one compiled program); the same
+            estimator.
 
     Returns:
         An :class:`~lcbayes.SMCResult`.
@@ -219,15 +223,16 @@ def smc(structure: Structure, data, *, particles: int | None = None, runs: int =
     slots = k if pad_classes is None else check_int(pad_classes, "pad_classes", k)
     tempered = tempered_data(data)
     lc_prior = symmetric_prior(structure, prior, slots, np.asarray(tempered.categories))
-    device = TemperedData(jnp.asarray(tempered.one_hot), jnp.asarray(tempered.counts),
-                          jnp.asarray(tempered.categories),
-                          jax.tree.map(jnp.asarray, tempered.rows))
+    device = TemperedData(on_device(tempered.one_hot), on_device(tempered.counts),
+                          on_device(tempered.categories), jax.tree.map(on_device, tempered.rows))
     fitted = _Rounds(structure, data, seed, restarts, prior)
 
     def one_run(components: int, index: int, made: int) -> tuple[float, int, int, float]:
         optima = fitted.of(index)[:components]
         # one class: the reference with t = 1 is the posterior itself, so one exact step
-        reference = product_reference(tempered, lc_prior, optima, k, size=components,
+        # inside compare's padded class slots, every round shares the largest round's program
+        size = components if pad_classes is None else padded_count(max_components)
+        reference = product_reference(tempered, lc_prior, optima, k, size=size,
                                       smoothing=smoothing_for(data.n_observed_rows),
                                       tail=1.0 if k == 1 else tail_for(data.n_observed_rows))
         end = run_tempered(jax.random.fold_in(key, made), device, lc_prior, reference, k,
