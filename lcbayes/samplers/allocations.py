@@ -148,7 +148,8 @@ def pattern_allocations(key, logits: jax.Array, prefix: PrefixClass, included) -
     cdf = cdf / cdf[:, -1:]
     spacings = jax.random.exponential(key, (prefix.rows.shape[0] + patterns,),
                                       dtype=jnp.float32).astype(jnp.float64)
-    sums = jnp.concatenate([jnp.zeros(1), running_sum(spacings)])
+    # XLA's cumsum: vmapped over particles of long data, faster here than running_sum
+    sums = jnp.concatenate([jnp.zeros(1), jnp.cumsum(spacings)])
     first = prefix.starts + jnp.arange(patterns)
     last = first + included.astype(first.dtype)
     base = sums[first]
