@@ -63,11 +63,17 @@ def source_digest() -> str:
     return h.hexdigest()
 
 
+def _flag(name: str):
+    """The current value of a jax configuration flag (read by name: jax's ``Config`` does
+    not declare its flags to a type checker)."""
+    return getattr(jax.config, name)
+
+
 def programs_folder() -> Path | None:
     """The folder of exported programs, or ``None`` while the compilation cache is off."""
-    if not jax.config.jax_enable_compilation_cache:
+    if not _flag("jax_enable_compilation_cache"):
         return None
-    folder = jax.config.jax_compilation_cache_dir
+    folder = _flag("jax_compilation_cache_dir")
     return None if not folder else Path(folder) / PROGRAMS_FOLDER
 
 
@@ -75,7 +81,7 @@ def _environment() -> str:
     import jaxlib
 
     return "|".join((source_digest(), jax.__version__, jaxlib.__version__,
-                     jax.default_backend(), str(jax.config.jax_enable_x64),
+                     jax.default_backend(), str(_flag("jax_enable_x64")),
                      os.environ.get("XLA_FLAGS", "")))
 
 
