@@ -18,6 +18,7 @@ from scipy.special import logsumexp
 
 import lcbayes as lcb
 from lcbayes.engines.algorithms.state import EMRuns
+from lcbayes.engines.vbem import VBRuns, vbem_restarts
 from lcbayes.samplers.allocations import (
     all_rows,
     included_counts,
@@ -30,12 +31,14 @@ from lcbayes.samplers.bridge import log_permanent
 from lcbayes.samplers.gibbs import symmetric_prior
 from lcbayes.samplers.reference import (
     SAME_MODE_SDS,
+    VB_WINDOW,
     Optimum,
     distinct_optima,
     matched_gap,
     padded_count,
     product_reference,
     reference_optima,
+    variational_optima,
 )
 from lcbayes.samplers.smc_result import SMCResult, run_statistics
 from lcbayes.samplers.tempered_smc import TemperedData, run_tempered, tempered_data
@@ -158,6 +161,31 @@ def test_distinct_optima_are_distinct_up_to_relabelling():
     optima = distinct_optima(runs, rows=1000)
     assert [o.loglik for o in optima] == [-10.0, -12.0]           # the swap is the same mode
     assert [padded_count(n) for n in (1, 2, 3, 5)] == [1, 2, 4, 8]
+
+
+def test_every_vb_optimum_near_the_best_bound_is_kept():
+    # a mode's bound is its log mass less a KL gap that differs between modes, so the reference
+    # keeps every distinct VB optimum within VB_WINDOW of the best, best bound first
+    weights = np.array([[[0.7, 0.3]]])
+    table = np.array([[[0.9, 0.1], [0.2, 0.8]]])
+    other = np.array([[[0.4, 0.6], [0.6, 0.4]]])
+    alphas = (np.concatenate([weights, weights[:, :, ::-1], weights, weights]) * 100,
+              np.concatenate([table, table[:, ::-1], other, other[:, ::-1]]) * 100)
+    elbo = np.array([-10.0, -10.0, -10.0 - VB_WINDOW / 2, -10.0 - 2 * VB_WINDOW])
+    runs = VBRuns(alphas, np.zeros((4, 1)), np.ones(4), np.ones(4, bool), elbo)
+    optima = variational_optima(runs, rows=1000)
+    assert [o.loglik for o in optima] == [-10.0, -10.0 - VB_WINDOW / 2]
+    np.testing.assert_allclose(optima[1].tables[0], other[0])
+
+
+def test_vb_restarts_are_vbem_s_restarts():
+    # the reference's VB optima come from the starts vbem itself uses: its best is vbem's fit
+    data = _small(60, seed=1)
+    structure = lcb.latent_class(data, 2)
+    runs = vbem_restarts(structure, fit_data(structure, data), restarts=6, seed=3)
+    fit = lcb.vbem(structure, data, restarts=6, seed=3)
+    assert float(np.nanmax(runs.elbo)) == pytest.approx(fit.elbo, abs=1e-8)
+    np.testing.assert_allclose(runs.elbo, fit.restart_elbos, atol=1e-8)
 
 
 def test_points_of_one_basin_are_one_mode():

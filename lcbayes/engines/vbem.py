@@ -91,7 +91,8 @@ from .padding import class_padding
 from .run_record import check_batching, record_fields, start_engine, warn_unconverged
 from .vb_result import VBResult
 
-__all__ = ["BoundTermsResult", "VBResult", "VBRuns", "bound_terms", "run_vbem", "vbem"]
+__all__ = ["BoundTermsResult", "VBResult", "VBRuns", "bound_terms", "run_vbem", "vbem",
+           "vbem_restarts"]
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,28 @@ def _normalised(draws: np.ndarray) -> np.ndarray:
     return draws / draws.sum(axis=-1, keepdims=True)
 
 
+def _prior_starts(lambdas, restarts: int, seed) -> tuple[np.ndarray, ...]:
+    """``restarts`` starting tables drawn from the Dirichlet prior ``lambdas`` (NumPy)."""
+    rng = numpy_rng(seed)
+    return tuple(_normalised(rng.gamma(lam, size=(restarts, *lam.shape))) for lam in lambdas)
+
+
+def vbem_restarts(structure: Structure, data: Dataset, *, restarts: int, seed: Seed = 0,
+                  prior: PriorSpec = "dirichlet", tol: float = 1e-6, max_iter: int = 1000
+                  ) -> VBRuns:
+    """Every restart of :func:`vbem` (the same starts for the same seed, SQUAREM, one jitted
+    call), NumPy, unordered: the variational optima a data-informed reference is built from
+    (:mod:`lcbayes.samplers.reference`). ``data`` must already fit ``structure``."""
+    lambdas = proper_prior_tables(structure, prior, "vbem")
+    starts = tuple(on_device(t) for t in _prior_starts(lambdas, restarts, seed))
+    batch_size = check_batching(None, restarts)
+    runs = run_vbem(structure, on_device(data.patterns), _observed_weights(data),
+                    tuple(on_device(a) for a in lambdas), starts,
+                    tol * max(data.n_observed_rows, 1), max_iter, batch_size, True, True,
+                    complete=complete_columns(data.patterns))
+    return jax.tree_util.tree_map(np.asarray, runs)
+
+
 def vbem(
     structure: Structure,
     data,
@@ -299,9 +322,8 @@ def vbem(
     lambdas = proper_prior_tables(structure, prior, "vbem")
     patterns = on_device(data.patterns)
     weights = _observed_weights(data)
-    rng = numpy_rng(seed)
     starts: tuple[np.ndarray | jax.Array, ...]  # drawn in NumPy, run in JAX
-    starts = tuple(_normalised(rng.gamma(lam, size=(restarts, *lam.shape))) for lam in lambdas)
+    starts = _prior_starts(lambdas, restarts, seed)
     if init is not None:
         starts = tuple(np.concatenate([s, t[None]]) for s, t in
                        zip(starts, to_tables(structure, init.params, xp=np), strict=True))
