@@ -152,15 +152,15 @@ def distinct_optima(runs: EMRuns, rows: int) -> list[Optimum]:
                       for r in range(len(runs.loglik))], rows)
 
 
-def variational_optima(runs: VBRuns, rows: int) -> list[Optimum]:
+def variational_optima(runs: VBRuns, rows: int, window: float = VB_WINDOW) -> list[Optimum]:
     """The distinct optima among VB restarts on ``rows`` rows as :class:`Optimum` (their
     posterior means; ``loglik`` holds the bound ``F``), highest ``F`` first, those more than
-    :data:`VB_WINDOW` below the best left out (module docstring)."""
+    ``window`` nats below the best left out (module docstring)."""
     means = [np.asarray(a) / np.asarray(a).sum(-1, keepdims=True) for a in runs.alphas]
     found = _distinct([Optimum(float(runs.elbo[r]), means[0][r].ravel(),
                                tuple(m[r] for m in means[1:]))
                        for r in range(len(runs.elbo))], rows)
-    return [o for o in found if o.loglik >= found[0].loglik - VB_WINDOW]
+    return [o for o in found if o.loglik >= found[0].loglik - window]
 
 
 def _distinct(candidates: list[Optimum], rows: int) -> list[Optimum]:
