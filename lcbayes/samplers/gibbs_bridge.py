@@ -7,8 +7,9 @@ bars neither is likely to be off by more.
 
 **Chains per mode.** Each of the run's optima (:func:`~lcbayes.samplers.reference.reference_
 optima`: the distinct VB optima near the best bound, then the distinct EM optima, from
-restarts seeded apart from the SMC's) starts ``chains`` Gibbs chains (:mod:`lcbayes.samplers.gibbs`, every draw exact), their
-rows' classes drawn from the optimum's class probabilities. A chain stays in the basin of the
+restarts seeded apart from the SMC's) starts ``chains`` Gibbs chains
+(:mod:`lcbayes.samplers.gibbs`, every draw exact), their rows' classes drawn from the optimum's
+class probabilities. A chain stays in the basin of the
 mode it starts in: the first half of its kept draws build that mode's importance density
 ``q_m``, the second half are the posterior draws bridged with. ``q_m`` is an even mixture of
 two densities, both symmetrised over the ``K!`` relabellings: the warp density of
