@@ -17,6 +17,7 @@ from scipy.special import logsumexp
 import lcbayes as lcb
 from lcbayes.samplers.gibbs_bridge import BridgeResult
 from lcbayes.samplers.mode_density import ModeDensity, draw, log_density
+from lcbayes.samplers.reference import default_restarts
 
 
 def _small(n_rows: int = 40, seed: int = 2) -> lcb.Dataset:
@@ -37,6 +38,7 @@ def test_bridge_sampling_agrees_with_the_exact_evidence_and_round_trips():
     back = BridgeResult.from_dict(json.loads(json.dumps(res.to_dict())))
     assert back.log_evidence == res.log_evidence and back.runs == res.runs
     assert "ln p(y | m)" in res.summary() and len(res.to_frame()) == res.runs
+    assert res.settings["restarts"] == default_restarts(2)
 
 
 def test_the_warp_density_is_symmetric_and_sums_over_the_relabellings():

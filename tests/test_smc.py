@@ -30,9 +30,12 @@ from lcbayes.samplers.allocations import (
 from lcbayes.samplers.bridge import log_permanent
 from lcbayes.samplers.gibbs import symmetric_prior
 from lcbayes.samplers.reference import (
+    MIN_RESTARTS,
+    RESTARTS_PER_CLASS,
     SAME_MODE_SDS,
     VB_WINDOW,
     Optimum,
+    default_restarts,
     distinct_optima,
     matched_gap,
     padded_count,
@@ -94,6 +97,21 @@ def test_one_class_is_exact():
     assert res.log_evidence == pytest.approx(lcb.exact_evidence(structure, data).log_evidence,
                                              abs=1e-8)
     assert res.stderr < 1e-8 and set(res.run_steps) == {1}
+
+
+def test_restarts_grow_with_the_classes():
+    # more classes, more modes: each reference fits more restarts by default (a fixed ten
+    # left election K = 12's runs 2 nats apart, reports/evidence-at-scale.md)
+    assert default_restarts(1) == default_restarts(2) == MIN_RESTARTS
+    assert default_restarts(12) == 12 * RESTARTS_PER_CLASS > MIN_RESTARTS
+    data = _small(60, seed=2)
+    for k in (3, 4):
+        structure = lcb.latent_class(data, k)
+        res = lcb.smc(structure, data, seed=0, particles=16, runs=2, target_stderr=None,
+                      max_components=2)
+        assert res.settings["restarts"] == default_restarts(k)
+        assert lcb.smc(structure, data, seed=0, particles=16, runs=2, target_stderr=None,
+                       max_components=2, restarts=3).settings["restarts"] == 3
 
 
 @pytest.mark.parametrize("missing", [0.0, 0.15])

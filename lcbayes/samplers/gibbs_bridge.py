@@ -70,7 +70,13 @@ from .gibbs import (
 )
 from .mode_density import ModeDensity, draw, fit, log_density
 from .particles import Particles
-from .reference import Optimum, log_responsibilities, padded_count, reference_optima
+from .reference import (
+    Optimum,
+    default_restarts,
+    log_responsibilities,
+    padded_count,
+    reference_optima,
+)
 from .smc_result import EvidenceRuns
 
 __all__ = ["CHAIN_LENGTHS", "LONG_DATA", "MIN_OWN_SHARE", "SEED_OFFSET", "BridgeResult",
@@ -279,7 +285,7 @@ def default_length(rows: int) -> tuple[int, int]:
 
 def bridge_sampling(structure: Structure, data, *, runs: int = 4, chains: int = 2,
                     draws: int | None = None, warmup: int | None = None, components: int = 32,
-                    restarts: int = 10, max_modes: int = 4, seed: Seed = 0,
+                    restarts: int | None = None, max_modes: int = 4, seed: Seed = 0,
                     prior: PriorSpec = "dirichlet", pad_classes: int | None = None
                     ) -> BridgeResult:
     """``ln p(y | K)`` of a latent class model by bridge sampling from Gibbs chains started at
@@ -295,7 +301,8 @@ def bridge_sampling(structure: Structure, data, *, runs: int = 4, chains: int = 
         warmup: sweeps discarded at the start of every chain (default
             :func:`default_length`).
         components: allocations in the Frühwirth-Schnatter half of each mode's density.
-        restarts: VB and EM restarts of every run's fits.
+        restarts: VB and EM restarts of every run's fits (default
+            :func:`~lcbayes.samplers.reference.default_restarts`: more with more classes).
         max_modes: most strata (optima) per run.
         seed: an integer or a ``jax.random`` key.
         prior: Dirichlet pseudo-counts, the same for every class.
@@ -316,7 +323,8 @@ def bridge_sampling(structure: Structure, data, *, runs: int = 4, chains: int = 
     long_draws, long_warmup = default_length(data.n_observed_rows)
     draws = long_draws if draws is None else check_int(draws, "draws", 4)
     warmup = long_warmup if warmup is None else check_int(warmup, "warmup", 0)
-    restarts = check_int(restarts, "restarts", 1)
+    restarts = (default_restarts(structure.n_classes or 1) if restarts is None
+                else check_int(restarts, "restarts", 1))
     max_modes = check_int(max_modes, "max_modes", 1)
     components = check_int(components, "components", 1)
     k = structure.n_classes

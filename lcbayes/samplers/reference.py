@@ -36,6 +36,13 @@ the most mass. A reference without the heaviest mode comes out low by the differ
 spread that does not show it among runs that all miss it (``reports/evidence-at-scale.md``
 measures the masses of election's modes).
 
+**How many restarts.** The posterior's modes multiply with ``K`` and each restart lands in
+one of them, so a fixed number of restarts misses a heavy mode more often as ``K`` grows, and a
+run that misses it comes out low by its share. :func:`default_restarts` scales the restarts
+with ``K`` (:data:`RESTARTS_PER_CLASS` per class); each restart is one lane of one jitted
+call, so they cost little beside the tempering (``reports/evidence-at-scale.md`` measures the
+runs' spread at election ``K = 12`` by restarts).
+
 **One component per optimum** (``shared/notes/evidence-reference-tempering.md``): with ``r_p``
 the class probabilities of pattern ``p`` at the optimum and ``N_k``, ``N_kjr`` the expected
 counts there,
@@ -80,6 +87,8 @@ from .reference_density import Reference
 from .tempered_smc import TemperedData
 
 __all__ = [
+    "MIN_RESTARTS",
+    "RESTARTS_PER_CLASS",
     "SAME_MODE_SDS",
     "SMOOTHED_ROWS",
     "SMOOTHING",
@@ -87,6 +96,7 @@ __all__ = [
     "TAIL_ROWS",
     "VB_WINDOW",
     "Optimum",
+    "default_restarts",
     "distinct_optima",
     "log_responsibilities",
     "matched_gap",
@@ -104,6 +114,10 @@ SAME_MODE_SDS = 2.5
 #: VB optima whose bound ``F`` lies more than this many nats below the best are left out of the
 #: reference (module docstring).
 VB_WINDOW = 10.0
+#: VB and EM restarts of a reference's fits per class (:func:`default_restarts`) ...
+RESTARTS_PER_CLASS = 5
+#: ... and at least this many.
+MIN_RESTARTS = 10
 #: ``eps`` of the module docstring, at most: every row keeps this much probability spread over
 #: the classes.
 SMOOTHING = 0.01
@@ -121,6 +135,12 @@ class Optimum(NamedTuple):
     loglik: float
     weights: np.ndarray
     tables: tuple[np.ndarray, ...]
+
+
+def default_restarts(k: int) -> int:
+    """VB and EM restarts of one reference's fits at ``k`` classes: :data:`RESTARTS_PER_CLASS`
+    per class, at least :data:`MIN_RESTARTS` (module docstring, "How many restarts")."""
+    return max(MIN_RESTARTS, RESTARTS_PER_CLASS * int(k))
 
 
 def matched_gap(a: Optimum, b: Optimum, rows: int) -> float:

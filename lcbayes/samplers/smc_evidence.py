@@ -46,6 +46,7 @@ from .gibbs import symmetric_prior
 from .particle_filter import TEMPER_ESS
 from .reference import (
     Optimum,
+    default_restarts,
     padded_count,
     product_reference,
     reference_optima,
@@ -149,7 +150,7 @@ def run_round(one_run: Callable[[int], tuple[float, int, int, float]], *, runs: 
 
 def smc(structure: Structure, data, *, particles: int | None = None, runs: int = 4,
         max_runs: int = 12, target_stderr: float | None = 0.3, sweeps: int | None = None,
-        ess_target: float = 0.9, restarts: int = 10, max_components: int = 8,
+        ess_target: float = 0.9, restarts: int | None = None, max_components: int = 8,
         time_limit: float | None = None, seed: Seed = 0, prior: PriorSpec = "dirichlet",
         pad_classes: int | None = None) -> SMCResult:
     """``ln p(y | K)`` by sequential Monte Carlo: for a latent class model, tempered from a
@@ -172,7 +173,8 @@ def smc(structure: Structure, data, *, particles: int | None = None, runs: int =
             data, whose broad posteriors the blocked sampler crosses slowly).
         ess_target: the effective sample size kept at each temperature, as a fraction of the
             particles (between 0 and 1: higher takes more, smaller steps).
-        restarts: VB and EM restarts of each run's reference fits.
+        restarts: VB and EM restarts of each run's reference fits (default
+            :func:`~lcbayes.samplers.reference.default_restarts`: more with more classes).
         max_components: most reference components per run (rounds double them from
             :data:`FIRST_COMPONENTS`).
         time_limit: seconds; no run starts that would end past them (projected from the runs
@@ -194,7 +196,8 @@ def smc(structure: Structure, data, *, particles: int | None = None, runs: int =
     runs = check_int(runs, "runs", 2)
     max_runs = check_int(max_runs, "max_runs", 2)
     max_components = check_int(max_components, "max_components", 1)
-    restarts = check_int(restarts, "restarts", 1)
+    restarts = (default_restarts(structure.n_classes or 1) if restarts is None
+                else check_int(restarts, "restarts", 1))
     ess_target = check_positive(ess_target, "ess_target")
     if not ess_target < 1:
         raise ArgumentError(f"ess_target must be between 0 and 1, got {ess_target!r}")
