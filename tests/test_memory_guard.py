@@ -26,6 +26,10 @@ def test_too_many_restarts_are_refused_at_once(carcinoma, capsys):
                                                 r"GiB, more than half .*use fewer restarts"):
             engine(structure, carcinoma, restarts=huge)
         assert time.perf_counter() - start < 5      # nothing drawn or compiled
+    # the references of lcb.smc and lcb.bridge_sampling fit their restarts the same way
+    for engine in (lcb.smc, lcb.bridge_sampling):
+        with pytest.raises(ArgumentError, match=rf"restarts={huge} would hold"):
+            engine(structure, carcinoma, restarts=huge)
     assert main(["fit", str(data_csv("carcinoma.csv")), "--n-classes", "3",
                  "--restarts", "10000000"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

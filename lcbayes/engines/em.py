@@ -170,6 +170,7 @@ def em_restarts(structure: Structure, data, *, restarts: int, seed: Seed = 0,
     """Every restart of a maximum-likelihood fit (SQUAREM, :func:`em`'s random starts and
     stopping rule), NumPy, unordered: the optima a data-informed reference is built from
     (:mod:`lcbayes.samplers.reference`). ``data`` must already fit ``structure``."""
+    check_restarts_memory(structure, restarts, max_iter)
     patterns, weights = on_device(data.patterns), on_device(data.counts)
     starts = _starts(structure, patterns, weights, jax.random.split(prng_key(seed), restarts))
     batch_size = check_batching(None, restarts)

@@ -248,6 +248,7 @@ def vbem_restarts(structure: Structure, data: Dataset, *, restarts: int, seed: S
     """Every restart of :func:`vbem` (the same starts for the same seed, SQUAREM, one jitted
     call), NumPy, unordered: the variational optima a data-informed reference is built from
     (:mod:`lcbayes.samplers.reference`). ``data`` must already fit ``structure``."""
+    check_restarts_memory(structure, restarts, max_iter)
     lambdas = proper_prior_tables(structure, prior, "vbem")
     starts = tuple(on_device(t) for t in _prior_starts(lambdas, restarts, seed))
     batch_size = check_batching(None, restarts)
