@@ -277,3 +277,15 @@ def test_bad_arguments_are_refused():
         lcb.smc(structure, data, particles=2)
     with pytest.raises(lcb.ArgumentError, match="same prior for every class"):
         lcb.smc(structure, data, prior={"X1": [[1.0, 2.0], [3.0, 1.0]]})
+
+
+def test_only_the_last_round_is_topped_up_to_the_target():
+    # a round that another may follow makes exactly `runs` runs; the round that is kept then
+    # runs on towards the (here unreachable) target, up to max_runs
+    data = _small(100, seed=3)        # three distinct optima: more than the first round's two
+    res = lcb.smc(lcb.latent_class(data, 3), data, seed=0, particles=16, runs=2, max_runs=5,
+                  target_stderr=1e-9, max_components=4)
+    assert res.settings["rounds"], "the first round should not have had every optimum"
+    assert [r["runs"] for r in res.settings["rounds"]] == [2]
+    assert res.runs == 5 and res.settings["stopped"] == "max_runs"
+    assert max(res.run_components) <= 4

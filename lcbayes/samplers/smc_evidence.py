@@ -7,11 +7,13 @@ an estimate and an error bar.
 **Rounds: components added until the estimate stops moving.** A run's reference covers the
 modes its components start in, and the spread of runs cannot show a mode none of them starts
 in. So the runs go in rounds: the first uses at most ``2`` reference components per run, each
-next round twice as many (up to ``max_components``); a round ends when its error target is met
-(:func:`run_round`), and the rounds stop when a round had every distinct optimum of every run,
-or moved the estimate by no more than twice the two rounds' combined standard error (or
-:data:`STABLE_NATS`, whichever is larger). The result is the last round's; ``moved`` says how
-far the last doubling moved it, and an unsettled reference widens the error bar.
+next round twice as many (up to ``max_components``); a round makes ``runs`` runs, and the rounds
+stop when a round had every distinct optimum of every run, or moved the estimate by no more than
+twice the two rounds' combined standard error (or :data:`STABLE_NATS`, whichever is larger), or
+the next would pass ``max_components``. The round that stops them is then topped up, one run at
+a time, until its error target is met (:func:`run_round`): the runs that shrink the error bar
+go to the reference that is kept. The result is the last round's; ``moved`` says how far the
+last doubling moved it, and an unsettled reference widens the error bar.
 
 **Fresh references.** Run ``r`` fits its own optima (VB and EM restarts seeded from ``seed``
 and ``r``), so runs differ in the optima they found as well as in their draws.
@@ -123,14 +125,17 @@ class _Rounds:
 
 
 def run_round(one_run: Callable[[int], tuple[float, int, int, float]], *, runs: int,
-              max_runs: int, target_stderr: float | None, fits: Callable[[float], bool]
+              max_runs: int, target_stderr: float | None, fits: Callable[[float], bool],
+              made: list[tuple[float, int, int, float]] | None = None,
+              seconds: list[float] | None = None
               ) -> tuple[list[tuple[float, int, int, float]], list[float], str]:
     """Runs ``0, 1, ...`` of one round: ``runs`` of them, then one at a time while the standard
     error is above ``target_stderr`` (up to ``max_runs``), none started once ``fits(projected
-    seconds)`` fails after :data:`MIN_RUNS`. Returns every run's ``(ln Z, steps, components,
-    correction)``, its seconds and why the round stopped."""
-    made: list[tuple[float, int, int, float]] = []
-    seconds: list[float] = []
+    seconds)`` fails after :data:`MIN_RUNS`; ``made`` and ``seconds``: the round's runs so far
+    (it goes on from them). Returns every run's ``(ln Z, steps, components, correction)``, its
+    seconds and why the round stopped."""
+    made = [] if made is None else list(made)
+    seconds = [] if seconds is None else list(seconds)
     stopped = "runs" if target_stderr is None else "max_runs"
     while len(made) < max(runs, max_runs):
         if len(made) >= runs:
@@ -254,29 +259,46 @@ def smc(structure: Structure, data, *, particles: int | None = None, runs: int =
     made = 0
     components = min(FIRST_COMPONENTS, max_components)
     previous: SMCResult | None = None
-    while True:
-        def numbered(index: int, c: int = components, offset: int = made
-                     ) -> tuple[float, int, int, float]:
-            return one_run(c, index, offset + index)
 
-        outcome, seconds, stopped = run_round(numbered, runs=runs, max_runs=max_runs,
-                                              target_stderr=target_stderr, fits=fits)
-        made += len(outcome)
-        values, steps, used, corrections = (np.asarray(v) for v in zip(*outcome, strict=True))
-        exhausted = all(len(fitted.of(i)) <= components for i in range(len(outcome)))
-        current = SMCResult.from_runs(
+    def summary(outcome, seconds, stopped) -> SMCResult:
+        values, steps, used, corrections = (np.asarray(v)
+                                            for v in zip(*outcome, strict=True))
+        return SMCResult.from_runs(
             values, run_steps=steps.astype(np.int64), run_seconds=np.asarray(seconds),
             run_components=used.astype(np.int64),
             run_correction=corrections, n_classes=k,
             method="reference", seconds=time.perf_counter() - start,
             settings={**asked, "stopped": stopped, "rounds": list(rounds)}, **common)
+
+    while True:
+        def numbered(index: int, c: int = components, offset: int = made
+                     ) -> tuple[float, int, int, float]:
+            return one_run(c, index, offset + index)
+
+        # a round that another may follow makes `runs` runs; the round that ends the call is
+        # then topped up to the target (module docstring)
+        capped = 2 * components > max_components
+        outcome, seconds, stopped = run_round(
+            numbered, runs=runs, max_runs=max_runs if capped else runs,
+            target_stderr=target_stderr if capped else None, fits=fits)
+        current = summary(outcome, seconds, stopped)
+        exhausted = all(len(fitted.of(i)) <= components for i in range(len(outcome)))
         moved = (math.nan if previous is None
                  else current.log_evidence - previous.log_evidence)
         settled = previous is not None and np.isfinite(moved) and abs(moved) <= max(
             STABLE_NATS, 2.0 * math.hypot(np.nan_to_num(current.runs_stderr),
                                           np.nan_to_num(previous.runs_stderr)))
-        last = (exhausted or settled or 2 * components > max_components
+        last = (exhausted or settled or capped
                 or not fits(MIN_RUNS * float(np.mean(seconds))))
+        if last and not capped and target_stderr is not None:
+            outcome, seconds, stopped = run_round(
+                numbered, runs=runs, max_runs=max_runs, target_stderr=target_stderr,
+                fits=fits, made=outcome, seconds=seconds)
+            current = summary(outcome, seconds, stopped)
+            if previous is not None:
+                moved = current.log_evidence - previous.log_evidence
+        made += len(outcome)
+        values = current.run_log_evidence
         if last:
             return SMCResult.from_runs(
                 values, moved=moved, reference_stable=bool(exhausted or settled),
