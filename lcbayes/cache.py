@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
+import warnings
 from pathlib import Path
 
 import jax
@@ -55,10 +57,22 @@ def disable_compilation_cache() -> None:
 
 def enable_default_cache() -> Path | None:
     """The cache of the module docstring, unless ``LCBAYES_CACHE_DIR`` is ``off`` or the folder
-    cannot be made (then compiling simply is not cached); returns the folder or ``None``."""
+    cannot be made or written (then compiling simply is not cached, with one warning for a
+    folder that cannot be written); returns the folder or ``None``."""
     if os.environ.get("LCBAYES_CACHE_DIR", "").lower() == OFF:
         return None
     try:
-        return enable_compilation_cache()
+        directory = enable_compilation_cache()
     except OSError:
         return None
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as exc:
+        disable_compilation_cache()
+        warnings.warn(f"the compilation cache folder {str(directory)!r} cannot be written "
+                      f"({exc.strerror or exc}): compiled programs are not kept for the next "
+                      "run; set LCBAYES_CACHE_DIR to a folder you can write (or to off)",
+                      stacklevel=2)
+        return None
+    return directory

@@ -14,20 +14,31 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from .data import Dataset
-from .errors import StructureError
+from .errors import StructureError, shown
 from .structure import MAX_ENUMERATED_STATES, Structure
 
 __all__ = ["dag", "hlc", "latent_class"]
 
 
-def latent_class(data: Dataset, n_classes: int, *, name: str = "class") -> Structure:
+def _dataset(data) -> Dataset:
+    """``data`` as a :class:`~lcbayes.Dataset`: a DataFrame or an array of codes is read as
+    :func:`lcbayes.validation.as_dataset` reads it."""
+    from .validation import as_dataset  # JAX only once a model is fitted
+
+    return as_dataset(data)
+
+
+def latent_class(data: Dataset | pd.DataFrame | np.ndarray, n_classes: int, *,
+                 name: str = "class") -> Structure:
     """A latent class model: one hidden class ``name`` with every data column as a child.
 
     ``n_classes = 1`` is the independence model. The dimension is
     ``(K - 1) + K sum_j (r_j - 1)`` (Karčiauskas §3.4.1).
     """
+    data = _dataset(data)
     _check_cardinality(name, n_classes, "n_classes")
     if name in data.columns:
         raise StructureError(
@@ -46,7 +57,8 @@ def latent_class(data: Dataset, n_classes: int, *, name: str = "class") -> Struc
 
 
 def hlc(
-    data: Dataset, tree: Mapping[str, Sequence[str]], cardinalities: Mapping[str, int]
+    data: Dataset | pd.DataFrame | np.ndarray, tree: Mapping[str, Sequence[str]],
+    cardinalities: Mapping[str, int],
 ) -> Structure:
     """A hierarchical latent class model: a tree of hidden nodes whose leaves are data columns.
 
@@ -56,6 +68,7 @@ def hlc(
             ``{"H": ["H1", "H2"], "H1": ["A", "B", "C"], "H2": ["D", "E"]}``.
         cardinalities: the number of states of every hidden node (``1`` is allowed).
     """
+    data = _dataset(data)
     hidden_names = list(tree)
     for h in hidden_names:
         if h in data.columns:
@@ -98,7 +111,8 @@ def hlc(
 
 
 def dag(
-    data: Dataset, parents: Mapping[str, Sequence[str]], hidden: Mapping[str, int]
+    data: Dataset | pd.DataFrame | np.ndarray, parents: Mapping[str, Sequence[str]],
+    hidden: Mapping[str, int],
 ) -> Structure:
     """A discrete DAG whose hidden nodes have no observed parents.
 
@@ -111,6 +125,7 @@ def dag(
 
     The model contains the hidden nodes and every data column named in ``parents``.
     """
+    data = _dataset(data)
     named = set(parents) | {p for pa in parents.values() for p in pa}
     for h in hidden:
         if h in data.columns:
@@ -137,7 +152,7 @@ def _tree_order(root: str, tree: Mapping[str, Sequence[str]]) -> list[str]:
 
 def _check_cardinality(name: str, card: object, what: str) -> None:
     if isinstance(card, bool) or not isinstance(card, int | np.integer) or card < 1:
-        raise StructureError(f"{what} for {name!r} must be an integer >= 1, got {card!r}")
+        raise StructureError(f"{what} for {name!r} must be an integer >= 1, got {shown(card)}")
 
 
 def _build(

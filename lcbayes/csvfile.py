@@ -3,7 +3,7 @@
 * **Source**: a file path, or ``"-"`` for standard input (read once, kept in memory). Gzip,
   bzip2, xz and zip (one file inside) compression is recognised by the file's first bytes,
   whatever its name; an Excel workbook (``.xlsx``, ``.xlsm``, ``.xls``) is read by
-  :func:`pandas.read_excel` when ``openpyxl`` is installed (its first sheet).
+  :func:`lcbayes.excelfile.read_workbook` (the sheet chosen, or the only one with data).
 * **Encoding**: the one given, else UTF-32 or UTF-16 where the text starts with their byte-order
   mark, else UTF-8 (with or without a byte-order mark), else Windows-1252, else Latin-1; a file
   that is not UTF-8 is read with a warning that says which encoding was used. A file that does
@@ -16,6 +16,10 @@
 * **Delimiter**: the one given, else sniffed among comma, semicolon, tab and bar from the first
   lines (a semicolon-separated file, as spreadsheets write in many locales, is read as such);
   a comma when the sniffing finds no delimiter that splits the header and the lines alike.
+* A delimiter that is not one character, or that leaves one column where another splits
+  the header and rows alike (a wrong ``--sep``), is refused naming the one that fits.
+* A trailing delimiter on every line (as some programs export) is read as the end of the
+  row, not as an unnamed empty column.
 * A missing file, a folder, an empty file and an unparsable one each get one clear
   :class:`~lcbayes.DataError`.
 
@@ -47,10 +51,12 @@ from typing import IO, Any, NamedTuple
 
 import pandas as pd
 
+from . import missing_codes
 from .errors import DataError
+from .excelfile import read_workbook
 
-__all__ = ["DELIMITERS", "EXCEL_SUFFIXES", "FALLBACK_ENCODINGS", "STDIN", "read_chunks",
-           "read_header", "read_table", "table_format"]
+__all__ = ["DELIMITERS", "EXCEL_SUFFIXES", "FALLBACK_ENCODINGS", "STDIN", "checked_path",
+           "read_chunks", "read_header", "read_table", "table_format"]
 
 #: Encodings tried, in order, when none is given (Latin-1 decodes any bytes).
 FALLBACK_ENCODINGS = ("utf-8-sig", "cp1252", "latin-1")
@@ -58,8 +64,7 @@ FALLBACK_ENCODINGS = ("utf-8-sig", "cp1252", "latin-1")
 DELIMITERS = ",;\t|"
 #: Lines the delimiter is sniffed from.
 _SNIFF_LINES = 50
-#: Bytes read at a time where a file is read in blocks.
-_BLOCK_BYTES = 1 << 18
+_BLOCK_BYTES = 1 << 18  # bytes read at a time where a file is read in blocks
 #: The path that reads standard input.
 STDIN = "-"
 #: Suffixes read as Excel workbooks.
@@ -72,8 +77,7 @@ _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 #: Characters no text table holds (all controls but tab, line feed and carriage return).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]")
-#: Line numbers a ragged-rows error lists.
-_LISTED_LINES = 5
+_LISTED_LINES = 5  # line numbers a ragged-rows error lists
 
 
 def _encoding(read_blocks: Callable[[], Iterable[bytes]], name: str, encoding: str | None,
@@ -139,7 +143,7 @@ def _stdin_bytes() -> bytes:
     return sys.stdin.buffer.read()
 
 
-def _checked_path(path: str | Path) -> tuple[Path, str]:
+def checked_path(path: str | Path) -> tuple[Path, str]:
     """``path`` as a :class:`~pathlib.Path` of a file, and its name for messages."""
     path = Path(path)
     name = repr(str(path))
@@ -156,7 +160,7 @@ def _source(path: str | Path) -> _Source:
         data = _stdin_bytes()
         name, raw, file = "standard input", (lambda: io.BytesIO(data)), None
     else:
-        file, name = _checked_path(path)
+        file, name = checked_path(path)
         raw = functools.partial(file.open, "rb")  # type: ignore[assignment]  # mypy misses "rb"
     try:
         with raw() as stream:
@@ -207,9 +211,44 @@ def _blocks(source: _Source) -> Iterator[bytes]:
             yield block
 
 
-def _check_text(lines: Iterable[str], name: str, sep: str, allow_ragged: bool) -> None:
+def _check_sep(sep: str | None) -> str | None:
+    """``sep`` as one delimiter character (``"\\t"`` and ``"tab"`` meaning a tab), or a
+    :class:`~lcbayes.DataError` saying what to give."""
+    if sep is None:
+        return None
+    if not isinstance(sep, str):
+        raise DataError(f"sep must be one character, got {type(sep).__name__}")
+    if sep == "\\t" or sep.lower() == "tab":
+        sep = "\t"
+    if len(sep) != 1 or sep in "\"\r\n":
+        raise DataError(f"the delimiter (--sep, sep=) must be one character other than a quote "
+                        f"or a line break, got {sep!r}: give e.g. --sep ';' or --sep tab, or "
+                        "leave it out to have it found")
+    return sep
+
+
+def _check_delimiter(text: str, name: str, sep: str) -> None:
+    """Refuse a delimiter that leaves the table one column when another of
+    :data:`DELIMITERS` splits its header and its first lines alike (a wrong ``--sep``)."""
+    lines = [line for line in text.splitlines()[:_SNIFF_LINES] if line.strip()]
+    if not lines or len(next(csv.reader(lines[:1], delimiter=sep))) != 1:
+        return
+    for other in DELIMITERS.replace(sep, ""):
+        fields = [len(row) for row in csv.reader(lines, delimiter=other)]
+        if fields[0] >= 2 and sum(f == fields[0] for f in fields) >= 0.9 * len(fields):
+            shown = "tab" if other == "\t" else repr(other)
+            raise DataError(
+                f"{name} read with the delimiter {sep!r} is one column, {lines[0][:60]!r}, "
+                f"but {shown} splits its header and rows into {fields[0]} columns alike: give "
+                f"--sep {shown} (sep={other!r}), or leave it out to have it found")
+
+
+def _check_text(lines: Iterable[str], name: str, sep: str, allow_ragged: bool) -> bool:
     """The text check of the module docstring over the decoded ``lines``: control
-    characters, duplicate column names, rows with more or fewer fields than the header."""
+    characters, duplicate column names, rows with more or fewer fields than the header.
+    Returns whether every row ends with an empty field the header does not name (a trailing
+    delimiter on every line, as some programs export; pandas reads it with
+    ``index_col=False``)."""
     def checked() -> Iterator[str]:
         for number, line in enumerate(lines, 1):
             if bad := _CONTROL.search(line):
@@ -222,16 +261,26 @@ def _check_text(lines: Iterable[str], name: str, sep: str, allow_ragged: bool) -
     reader = csv.reader(checked(), delimiter=sep)
     header = next(reader, None)
     if header is None:
-        return
-    dupes = sorted({c for c in header if header.count(c) > 1})
+        return False
+    named = _named(header)
+    dupes = sorted({c for c in named if named.count(c) > 1})
     if dupes:
         raise DataError(f"{name} has duplicate column names {dupes}: rename them so each is "
                         "unique")
     long: list[int] = []
     short: list[int] = []
+    trailing: list[int] = []    # lines one field longer than the header, that field empty
+    rows = 0
     for fields in reader:
-        if fields and len(fields) != len(header):
+        if not fields:
+            continue
+        rows += 1
+        if len(fields) == len(header) + 1 and fields[-1] == "":
+            trailing.append(reader.line_num)
+        elif len(fields) != len(header):
             (long if len(fields) > len(header) else short).append(reader.line_num)
+    if len(trailing) < rows:    # not every line ends so: those lines are too long
+        long = sorted(long + trailing)
     if long or (short and not allow_ragged):
         ragged = sorted(long + ([] if allow_ragged else short))
         listed = ", ".join(map(str, ragged[:_LISTED_LINES])) + (
@@ -240,41 +289,53 @@ def _check_text(lines: Iterable[str], name: str, sep: str, allow_ragged: bool) -
                "values with --allow-ragged (allow_ragged=True)")
         raise DataError(f"{name}: {len(ragged)} rows do not have the header's {len(header)} "
                         f"fields (lines {listed}): fix those rows{fix}")
+    return rows > 0 and len(trailing) == rows
+
+
+def _named(header: list[str]) -> list[str]:
+    """The header without the empty names at its end (a trailing delimiter on every line)."""
+    end = len(header)
+    while end > 1 and header[end - 1].strip() == "":
+        end -= 1
+    return header[:end]
+
+
+def _without_unnamed_empty(frame: pd.DataFrame, header: list[str]) -> pd.DataFrame:
+    """``frame`` without the columns of the header's empty trailing names that hold no value
+    (what a trailing delimiter on every line makes); a trailing column that holds values is
+    kept, and refused later by its name."""
+    drop = [frame.columns[i] for i in range(len(_named(header)), min(len(header),
+                                                                      frame.shape[1]))
+            if frame.iloc[:, i].isna().all()]
+    return frame.drop(columns=drop)
 
 
 def read_table(path: str | Path, *, encoding: str | None = None, sep: str | None = None,
-               allow_ragged: bool = False, **read_csv_kwargs) -> pd.DataFrame:
-    """The CSV file (or Excel workbook) at ``path`` as a DataFrame (module docstring); other
-    keyword arguments go to :func:`pandas.read_csv`."""
+               allow_ragged: bool = False, sheet: str | int | None = None,
+               na_values: Iterable[Any] | None = None, **read_csv_kwargs) -> pd.DataFrame:
+    """The CSV file (or Excel workbook) at ``path`` as a DataFrame (module docstring);
+    ``na_values`` are further values read as missing (missing-value codes such as ``-99`` or
+    ``.``, see :mod:`lcbayes.missing_codes`), ``sheet`` the sheet of a workbook (by name or
+    number from 0); other keyword arguments go to :func:`pandas.read_csv`."""
+    codes = missing_codes.as_strings(na_values)
     if str(path) != STDIN and Path(path).suffix.lower() in EXCEL_SUFFIXES:
-        return _read_excel(path)
+        return missing_codes.mark_missing(read_workbook(*checked_path(path), sheet), codes)
+    if sheet is not None:
+        raise DataError(f"sheet= (--sheet) chooses a sheet of an Excel workbook; {str(path)!r} "
+                        "is not one (its name does not end .xlsx, .xlsm or .xls)")
+    sep = _check_sep(sep)
     source = _source(path)
     raw = b"".join(_blocks(source))
     text = raw.decode(_encoding(lambda: (raw,), source.name, encoding, stacklevel=4))
     sep = _sniff(text) if sep is None else sep
-    _check_text(io.StringIO(text, newline=""), source.name, sep, allow_ragged)
+    _check_delimiter(text, source.name, sep)
+    trailing = _check_text(io.StringIO(text, newline=""), source.name, sep, allow_ragged)
+    header = next(csv.reader(io.StringIO(text, newline=""), delimiter=sep), [])
+    options = {"index_col": False} if trailing else {}
     with _parse_errors(source.name):
-        return pd.read_csv(io.StringIO(text), sep=sep, **read_csv_kwargs)
-
-
-def _read_excel(path: str | Path) -> pd.DataFrame:
-    """The first sheet of an Excel workbook, read by pandas with ``openpyxl``."""
-    file, name = _checked_path(path)
-    try:
-        import openpyxl  # noqa: F401
-    except ImportError:
-        raise DataError(f"reading the Excel workbook {name} needs openpyxl: pip install "
-                        "openpyxl (or 'lcbayes[excel]'), or save the sheet as CSV") from None
-    try:
-        header = [str(c) for c in pd.read_excel(file, sheet_name=0, header=None,
-                                                nrows=1).iloc[0]]
-        dupes = sorted({c for c in header if header.count(c) > 1})
-        if dupes:    # pandas would rename them A.1
-            raise DataError(f"{name} has duplicate column names {dupes}: rename them so each "
-                            "is unique")
-        return pd.read_excel(file, sheet_name=0)
-    except (ValueError, IndexError, zipfile.BadZipFile, OSError) as exc:
-        raise DataError(f"cannot read the Excel workbook {name}: {exc}") from None
+        frame = pd.read_csv(io.StringIO(text), sep=sep, na_values=list(codes),
+                            **options, **read_csv_kwargs)
+    return _without_unnamed_empty(frame, header)
 
 
 @contextlib.contextmanager
@@ -302,11 +363,13 @@ def table_format(path: str | Path, *, encoding: str | None = None,
     if str(path) != STDIN and Path(path).suffix.lower() in EXCEL_SUFFIXES:
         raise DataError(f"{str(path)!r} is an Excel workbook: read it whole (without "
                         "--chunk-rows), or save it as CSV")
+    sep = _check_sep(sep)
     source = _source(path)
     chosen = _encoding(lambda: _blocks(source), source.name, encoding, stacklevel=4)
-    if sep is None:
-        with _read_errors(source.name), _text(source, chosen) as text:
-            sep = _sniff("".join(itertools.islice(text, _SNIFF_LINES)))
+    with _read_errors(source.name), _text(source, chosen) as text:
+        first = "".join(itertools.islice(text, _SNIFF_LINES))
+    sep = _sniff(first) if sep is None else sep
+    _check_delimiter(first, source.name, sep)
     with _read_errors(source.name), _text(source, chosen) as text:
         _check_text(text, source.name, sep, allow_ragged)
     return chosen, sep
@@ -320,7 +383,7 @@ def read_header(path: str | Path, *, encoding: str, sep: str) -> list[str]:
         header = next(csv.reader(text, delimiter=sep), None)
     if header is None:
         raise DataError(f"{source.name} is empty: it needs a header row and data rows")
-    return header
+    return _named(header)
 
 
 def read_chunks(path: str | Path, chunk_rows: int, *, encoding: str, sep: str,
@@ -332,5 +395,6 @@ def read_chunks(path: str | Path, chunk_rows: int, *, encoding: str, sep: str,
     source = _source(path)
     with _read_errors(source.name), _parse_errors(source.name), _text(
             source, encoding) as text, pd.read_csv(text, sep=sep, chunksize=chunk_rows,
-                                                   engine="c", **read_csv_kwargs) as reader:
+                                                   engine="c", index_col=False,
+                                                   **read_csv_kwargs) as reader:
         yield from reader

@@ -28,7 +28,7 @@ Example::
 from __future__ import annotations
 
 import warnings
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from . import missing_codes
 from .csvfile import read_table
 from .encoding import (
     MISSING,
@@ -182,6 +183,8 @@ class Dataset:
         columns: Sequence[str] | None = None,
         max_categories: int = DEFAULT_MAX_CATEGORIES,
         categories: Mapping[str, Sequence[Hashable]] | None = None,
+        *,
+        na_values: Iterable[Hashable] | str | None = None,
     ) -> Dataset:
         """Build a data set from a DataFrame whose columns are categorical in practice.
 
@@ -198,6 +201,9 @@ class Dataset:
                 fitted model's, :meth:`lcbayes.Structure.categories`): a value outside them is
                 refused; a column may then be constant or entirely missing (new rows to
                 classify). Columns not named keep their own sorted labels.
+            na_values: further values that mean missing (codes such as ``-99`` or ``"."``,
+                compared as text and as numbers: :mod:`lcbayes.missing_codes`); a rare level
+                that looks like such a code and is not given here is warned about.
         """
         if not isinstance(frame, pd.DataFrame):
             raise DataError(f"expected a pandas DataFrame, got {type(frame).__name__}")
@@ -211,6 +217,7 @@ class Dataset:
         if columns is not None:
             frame = frame[chosen_columns(names, columns)]
         check_not_empty(frame.shape[0], frame.shape[1])
+        frame = missing_codes.mark_missing(frame, missing_codes.as_strings(na_values))
         fixed = categories or {}
         encoded = [encode_column(frame[c], c, max_categories, fixed.get(c))
                    for c in frame.columns]
@@ -219,6 +226,10 @@ class Dataset:
         data = cls(codes=codes, columns=tuple(frame.columns), labels=labels)
         if categories is None:  # rows to classify may have nothing observed
             data._warn_fully_missing()
+            missing_codes.warn_code_like_levels(
+                data.columns, data.labels,
+                [np.bincount(codes[codes[:, j] >= 0, j], minlength=len(labels[j]))
+                 for j in range(codes.shape[1])])
         return data
 
     @classmethod
@@ -231,6 +242,8 @@ class Dataset:
         encoding: str | None = None,
         sep: str | None = None,
         allow_ragged: bool = False,
+        na_values: Iterable[Hashable] | str | None = None,
+        sheet: str | int | None = None,
         **read_csv_kwargs,
     ) -> Dataset:
         """Read a CSV file (header row required): a path or ``"-"`` (standard input), gzip,
@@ -239,12 +252,15 @@ class Dataset:
         Encoding and delimiter are found unless given as ``encoding`` and ``sep``; empty fields
         and pandas' NA strings are missing values; control characters, duplicate column names
         and ragged rows are refused (``allow_ragged``: short rows' missing fields are missing
-        values): :func:`lcbayes.csvfile.read_table`. Other arguments are as in
+        values): :func:`lcbayes.csvfile.read_table`; ``na_values`` are further values read as
+        missing (``[-99, "."]``), ``sheet`` the sheet of a workbook (its name, or its number
+        from 0; needed where several sheets hold data). Other arguments are as in
         :meth:`from_pandas`; extra keyword arguments go to :func:`pandas.read_csv`.
         """
         frame = read_table(path, encoding=encoding, sep=sep, allow_ragged=allow_ragged,
-                           **read_csv_kwargs)
-        return cls.from_pandas(frame, columns=columns, max_categories=max_categories)
+                           sheet=sheet, na_values=na_values, **read_csv_kwargs)
+        return cls.from_pandas(frame, columns=columns, max_categories=max_categories,
+                               na_values=na_values)
 
     # ------------------------------------------------------------------ properties
     @property

@@ -22,7 +22,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import DataError
+from .errors import DataError, shown
 
 __all__ = ["MISSING", "all_missing_message", "check_codes", "check_names", "check_not_empty",
            "encode_column", "fully_missing_message", "grouped_keys", "key_groups",
@@ -255,7 +255,7 @@ def _integral_values(values: np.ndarray, name: str) -> np.ndarray:
     frac = floats[~np.isfinite(floats) | (floats != np.round(floats))]
     if frac.size:
         raise DataError(
-            f"column {name!r} has non-integer numbers (e.g. {frac[0]!r}); lcbayes needs "
+            f"column {name!r} has non-integer numbers (e.g. {shown(frac[0])}); lcbayes needs "
             "categorical columns: bin it first (e.g. pandas.cut) or leave it out of columns"
         )
     return np.array([int(v) for v in floats], dtype=object)

@@ -10,7 +10,7 @@ exit status 2.
 from __future__ import annotations
 
 __all__ = ["ArgumentError", "ArgumentTypeError", "ConvergenceWarning", "DataError", "LcbayesError",
-           "StructureError", "TooLargeError"]
+           "StructureError", "TooLargeError", "shown"]
 
 
 class LcbayesError(ValueError):
@@ -40,3 +40,12 @@ class TooLargeError(LcbayesError):
 class ConvergenceWarning(UserWarning):
     """An iterative fit (EM, VBEM) stopped at its iteration cap before its convergence test
     held: its estimates may still move (raise ``max_iter`` or loosen ``tol``)."""
+
+
+def shown(value: object) -> str:
+    """``value`` as an error message shows it: its ``repr``, a NumPy scalar's as the Python
+    value it holds (``1.5``, not ``np.float64(1.5)``)."""
+    item = getattr(value, "item", None)
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == () and item:
+        value = item()
+    return repr(value)

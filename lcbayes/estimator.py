@@ -36,12 +36,21 @@ from .validation import Seed, data_for
 
 try:
     from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin
-    from sklearn.utils.validation import check_is_fitted
+    from sklearn.utils.validation import check_array, check_is_fitted
 except ImportError as exc:  # pragma: no cover - the sklearn extra is missing
     raise ImportError("lcbayes.LatentClassModel needs scikit-learn: pip install "
                       "'lcbayes[sklearn]'") from exc
 
-__all__ = ["LatentClassModel"]
+__all__ = ["EXPECTED_FAILED_CHECKS", "LatentClassModel"]
+
+#: scikit-learn's estimator checks that do not apply to a categorical model, with why (pass
+#: as ``check_estimator(LatentClassModel(), expected_failed_checks=EXPECTED_FAILED_CHECKS)``).
+EXPECTED_FAILED_CHECKS = {
+    "check_clustering": "it fits continuous Gaussian blobs, which a categorical model refuses "
+                        "(the tags' categorical input is not applied to this check's data)",
+    "check_positive_only_tag_during_fit": "it subtracts the mean from the categorical codes, "
+                                          "making them non-integer, which is refused",
+}
 
 
 class LatentClassModel(ClusterMixin, DensityMixin, BaseEstimator):
@@ -68,6 +77,16 @@ class LatentClassModel(ClusterMixin, DensityMixin, BaseEstimator):
         self.max_iter = max_iter
         self.algorithm = algorithm
 
+    def __sklearn_tags__(self):
+        """scikit-learn's tags: categorical input (numbers or text, one column per item),
+        NaN read as missing (summed out), no sparse input."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = False
+        return tags
+
     # -------------------------------------------------------------- data
     def _frame(self, X) -> pd.DataFrame:
         """``X`` as a DataFrame with the fitted column names (``x0, x1, ...`` for arrays)."""
@@ -75,10 +94,13 @@ class LatentClassModel(ClusterMixin, DensityMixin, BaseEstimator):
             return X.to_pandas()
         if isinstance(X, pd.DataFrame):
             return X.set_axis([str(c) for c in X.columns], axis=1)
-        values = np.asarray(X, dtype=object)
-        if values.ndim != 2:
-            raise LcbayesError(f"X must be 2-dimensional (rows, items), got shape "
-                               f"{values.shape}")
+        # scikit-learn's own checks and messages: 1-d, sparse, complex, empty; NaN is missing
+        values = check_array(X, dtype=None, accept_sparse=False,
+                             ensure_all_finite="allow-nan")
+        if values.dtype.kind == "f" and np.isinf(values).any():
+            raise LcbayesError("X holds infinite values, which are not categories: recode "
+                               "them (NaN is read as missing)")
+        values = values.astype(object)
         names = getattr(self, "feature_names_in_", None)
         if names is None or len(names) != values.shape[1]:
             names = [f"x{j}" for j in range(values.shape[1])]
@@ -86,12 +108,20 @@ class LatentClassModel(ClusterMixin, DensityMixin, BaseEstimator):
 
     def _data(self, X) -> Dataset:
         check_is_fitted(self, "result_")
-        return data_for(self.structure_, self._frame(X), "X")
+        frame = self._frame(X)
+        named = isinstance(X, pd.DataFrame | Dataset)   # columns matched by name instead
+        if not named and frame.shape[1] != self.n_features_in_:
+            raise LcbayesError(f"X has {frame.shape[1]} features, but LatentClassModel is "
+                               f"expecting {self.n_features_in_} features as input (the items "
+                               "it was fitted on)")
+        return data_for(self.structure_, frame, "X")
 
     # -------------------------------------------------------------- fitting
     def fit(self, X, y=None) -> LatentClassModel:
         """Fit ``n_classes`` classes to the rows of ``X`` by :func:`lcbayes.em`; ``y`` is
         ignored (scikit-learn's convention for unsupervised estimators)."""
+        for fitted in ("feature_names_in_", "result_", "structure_"):
+            self.__dict__.pop(fitted, None)    # a refit starts afresh
         frame = self._frame(X)
         if isinstance(X, pd.DataFrame):
             self.feature_names_in_ = np.asarray(frame.columns, dtype=object)
@@ -110,7 +140,8 @@ class LatentClassModel(ClusterMixin, DensityMixin, BaseEstimator):
     def predict_proba(self, X) -> np.ndarray:
         """``(n_rows, n_classes)`` class membership probabilities (missing values summed
         out)."""
-        return self.result_.predict_proba(self._data(X))
+        data = self._data(X)
+        return self.result_.predict_proba(data)
 
     def predict(self, X) -> np.ndarray:
         """``(n_rows,)`` the most probable class of every row (from 0)."""

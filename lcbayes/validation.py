@@ -28,7 +28,7 @@ import pandas as pd
 
 from . import jax_setup  # noqa: F401  (64-bit JAX, the compilation cache)
 from .data import Dataset
-from .errors import ArgumentError, ArgumentTypeError, DataError, StructureError
+from .errors import ArgumentError, ArgumentTypeError, DataError, StructureError, shown
 from .structure import Structure
 
 __all__ = ["MAX_SEED", "Seed", "as_dataset", "check_choice", "check_int", "check_positive",
@@ -61,7 +61,7 @@ def check_seed(seed, name: str = "seed") -> int | jax.Array:
                                 f"an array of dtype {seed.dtype} and shape {seed.shape}")
     if isinstance(seed, bool | np.bool_) or not isinstance(seed, numbers.Integral):
         raise ArgumentTypeError(f"{name} must be {_SEED_HELP}, got {type(seed).__name__} "
-                                f"{seed!r}")
+                                f"{shown(seed)}")
     value = int(seed)
     if not 0 <= value < MAX_SEED:
         raise ArgumentError(f"{name} must be {_SEED_HELP}, got {value}")
@@ -88,10 +88,10 @@ def check_int(value, name: str, minimum: int = 0, maximum: int | None = None) ->
     """``value`` as an ``int`` in ``[minimum, maximum]``."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
         raise ArgumentTypeError(f"{name} must be an integer >= {minimum}, got "
-                                f"{type(value).__name__} {value!r}")
+                                f"{type(value).__name__} {shown(value)}")
     if value < minimum or (maximum is not None and value > maximum):
         bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
-        raise ArgumentError(f"{name} must be an integer {bound}, got {value!r}")
+        raise ArgumentError(f"{name} must be an integer {bound}, got {shown(value)}")
     return int(value)
 
 
@@ -99,9 +99,9 @@ def check_positive(value, name: str) -> float:
     """``value`` as a finite ``float > 0``."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         raise ArgumentTypeError(f"{name} must be a positive number, got "
-                                f"{type(value).__name__} {value!r}")
+                                f"{type(value).__name__} {shown(value)}")
     if not (np.isfinite(value) and value > 0):
-        raise ArgumentError(f"{name} must be a positive number, got {value!r}")
+        raise ArgumentError(f"{name} must be a positive number, got {shown(value)}")
     return float(value)
 
 

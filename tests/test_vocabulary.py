@@ -27,7 +27,7 @@ POSITIONAL_INPUTS = {"candidates", "path", "shared", "y", "level"}
 CLI_ONLY = {"help", "version", "json", "report", "markdown", "wide", "out", "structure",
             "skeleton", "tree", "no_lc_bound", "engine_option", "evidence", "se", "exact",
             "relabel_method", "prior_k", "heats", "devices", "score", "methods", "method",
-            "allow_ragged", "chunk_rows", "columns", "encoding", "sep", "max_categories",
+            "allow_ragged", "chunk_rows", "columns", "encoding", "sep", "sheet", "max_categories",
             "steps"}
 
 

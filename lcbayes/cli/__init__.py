@@ -22,22 +22,24 @@ A structure file is JSON: ``{"kind": "hlc", "tree": {...}, "cardinalities": {...
 
 from __future__ import annotations
 
-import argparse
+import errno
 import os
+import re
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from .._version import __version__
 from ..errors import LcbayesError
 from . import compare, datasets, demo, fit, learn, rjmcmc
 from .interrupt import exit_on_interrupt, leave
+from .parser import Parser
 
 __all__ = ["main"]
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser() -> Parser:
+    parser = Parser(
         prog="lcbayes",
         description="Bayesian model comparison for latent class and other hidden-variable models.",
     )
@@ -50,7 +52,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lcbayes`` console script; returns the exit status."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    parser.words = None if argv is None else list(argv)
+    args = parser.parse_args(argv)
     with exit_on_interrupt(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -61,9 +65,61 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             leave()
         except BrokenPipeError:   # the reader of the output left (``| head``): stop quietly
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            _drop_output()
             status = 1
-    messages = (str(w.message) for w in caught if issubclass(w.category, UserWarning))
+        except OSError as exc:    # standard output cannot be written (a full disk)
+            if not _is_output_error(exc):
+                raise
+            _drop_output()
+            print(f"lcbayes: error: cannot write the output: {exc.strerror or exc}; write it "
+                  "to a file with room (or give --report / --json a path)", file=sys.stderr)
+            status = 2
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_output()
+        status = status or 1
+    except OSError as exc:
+        _drop_output()
+        print(f"lcbayes: error: cannot write the output: {exc.strerror or exc}",
+              file=sys.stderr)
+        status = 2
+    messages = _collapsed(str(w.message) for w in caught if issubclass(w.category, UserWarning))
     for message in dict.fromkeys(messages):  # each once, in order
         print(f"lcbayes: warning: {message}", file=sys.stderr)
     return status
+
+
+#: JAX's warning for each program its persistent cache could not store or load.
+_CACHE_ENTRY = re.compile(r"Error (writing|reading) persistent compilation cache entry")
+
+
+def _collapsed(messages: Iterable[str]) -> Iterator[str]:
+    """``messages`` with JAX's per-program cache warnings made one line (the first kept)."""
+    entries = 0
+    for message in messages:
+        if _CACHE_ENTRY.match(message):
+            entries += 1
+            if entries > 1:
+                continue
+            message = (f"the compilation cache could not be used ({message[:200]}); results "
+                       "are not affected, but compiled programs are not kept: set "
+                       "LCBAYES_CACHE_DIR to a folder you can write (or to off)")
+        yield message
+
+
+def _is_output_error(exc: OSError) -> bool:
+    """Whether ``exc`` came from writing standard output (flushing it fails the same way)."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        return True
+    return exc.errno in (errno.ENOSPC, errno.EIO, errno.EPIPE)
+
+
+def _drop_output() -> None:
+    """Send what is left of standard output nowhere, so that flushing it at exit is quiet."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):   # a stand-in stdout (a test's) has no descriptor
+        pass

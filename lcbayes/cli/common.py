@@ -19,7 +19,7 @@ from ..errors import LcbayesError
 from ..structure import Structure
 
 __all__ = ["UsageError", "add_data_arguments", "add_engine_option_argument",
-           "add_executor_arguments", "check_output", "default", "engine_options",
+           "add_executor_arguments", "check_classes", "check_output", "default", "engine_options",
            "executor_options", "parse_engine_options", "read_data", "structure_file"]
 
 
@@ -109,6 +109,12 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--encoding", help="text encoding of the file (default: UTF-8, else "
                                            "Windows-1252 or Latin-1, with a warning)")
     parser.add_argument("--sep", help="the delimiter (default: sniffed among , ; tab |)")
+    parser.add_argument("--na-values", metavar="CODES",
+                        help="comma-separated values that mean missing, besides empty cells "
+                             "(survey codes, e.g. --na-values='-99,.,N/A'; write = before a "
+                             "first code that starts with -)")
+    parser.add_argument("--sheet", help="the sheet of an Excel workbook to read, by name or "
+                                        "number from 0 (needed where several hold data)")
     parser.add_argument("--allow-ragged", action="store_true",
                         help="read the fields missing from rows shorter than the header as "
                              "missing values (default: refuse such rows, naming their lines)")
@@ -130,16 +136,34 @@ def read_data(args: argparse.Namespace) -> Dataset:
     if args.columns is not None:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]
     chunk_rows = getattr(args, "chunk_rows", None)
+    sheet = args.sheet
+    if sheet is not None and sheet.isdigit():
+        sheet = int(sheet)
     if chunk_rows is None and Path(args.data).suffix.lower() not in PARQUET:
         return Dataset.from_csv(args.data, columns=columns, max_categories=args.max_categories,
                                 encoding=args.encoding, sep=args.sep,
-                                allow_ragged=args.allow_ragged)
+                                allow_ragged=args.allow_ragged, na_values=args.na_values,
+                                sheet=sheet)
+    if sheet is not None:
+        raise UsageError("--sheet chooses a sheet of an Excel workbook; it does not apply "
+                         "with --chunk-rows or to a Parquet file")
     from ..streaming.reader import scan_file
 
     sizes = {} if chunk_rows is None else {"chunk_rows": chunk_rows}
     return scan_file(args.data, columns=columns, max_categories=args.max_categories,
                      encoding=args.encoding, sep=args.sep, allow_ragged=args.allow_ragged,
-                     **sizes).to_dataset()
+                     na_values=args.na_values, **sizes).to_dataset()
+
+
+def check_classes(ks: list[int], data: Dataset) -> None:
+    """Refuse more classes than the data have rows (a class per row is already saturated;
+    more than the distinct patterns is warned about by the structure's check)."""
+    for k in ks:
+        if k > data.n_rows:
+            raise UsageError(
+                f"--n-classes {k} is more than the data's {data.n_rows} rows "
+                f"({data.n_patterns} distinct response patterns): classes beyond the patterns "
+                f"cannot be told apart; give at most {data.n_patterns}")
 
 
 def structure_file(path: str, data: Dataset) -> Structure:

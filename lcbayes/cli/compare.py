@@ -23,6 +23,7 @@ from .common import (
     add_data_arguments,
     add_engine_option_argument,
     add_executor_arguments,
+    check_classes,
     check_output,
     default,
     engine_options,
@@ -159,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
                  "bayes_factors": args.bayes_factors == "yes"}
     else:
         data = read_data(args)
+    check_classes(ks, data)
     candidates: dict[str, Any] | None = {f"LC({k})": latent_class(data, k) for k in ks}
     if auto:
         candidates = None

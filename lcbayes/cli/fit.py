@@ -36,6 +36,7 @@ from ..render import fmt_setting, wrap
 from .common import (
     UsageError,
     add_data_arguments,
+    check_classes,
     default,
     engine_options,
     read_data,
@@ -176,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
     if (args.n_classes is None) == (args.structure is None):
         raise UsageError("give exactly one of --n-classes K or --structure FILE.json")
     if args.n_classes is not None:
+        check_classes([args.n_classes], data)
         structure = latent_class(data, args.n_classes)
     else:
         structure = structure_file(args.structure, data)

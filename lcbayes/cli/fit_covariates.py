@@ -88,7 +88,8 @@ def read_columns(args: argparse.Namespace) -> tuple[pd.DataFrame, list[str], lis
     """The table of ``args.data``, its ``--covariates`` columns and its indicator columns
     (``--columns``, else those that are neither covariates nor ``--distal``)."""
     frame = read_table(args.data, encoding=args.encoding, sep=args.sep,
-                       allow_ragged=args.allow_ragged)
+                       allow_ragged=args.allow_ragged, sheet=args.sheet,
+                       na_values=args.na_values)
     frame.columns = [str(c) for c in frame.columns]
     covariates = _names(args.covariates)
     wanted = covariates + ([] if args.distal is None else [args.distal])

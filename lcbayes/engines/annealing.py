@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 
-from ..errors import LcbayesError
+from ..errors import LcbayesError, shown
 from ..render import json_value, plural
 
 __all__ = [
@@ -85,7 +85,7 @@ def make_schedule(schedule: str | np.ndarray, temperatures: int) -> np.ndarray:
     if isinstance(schedule, str):
         if isinstance(temperatures, bool) or not isinstance(temperatures, int | np.integer) \
                 or temperatures < 1:
-            raise LcbayesError(f"temperatures must be an integer >= 1, got {temperatures!r}")
+            raise LcbayesError(f"temperatures must be an integer >= 1, got {shown(temperatures)}")
         makers = {"beal": beal_schedule, "geometric": geometric_schedule,
                   "linear": lambda k: np.linspace(0.0, 1.0, int(k) + 1)}
         if schedule not in makers:

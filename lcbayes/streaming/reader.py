@@ -44,12 +44,13 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .. import missing_codes
 from ..csvfile import read_chunks, read_header, table_format
 from ..data import DEFAULT_MAX_CATEGORIES, chosen_columns
 from ..encoding import (
@@ -65,8 +66,7 @@ from .blocks import PatternBlocks, PatternSum, SpillFolder
 
 __all__ = ["PARQUET_SUFFIXES", "scan_file"]
 
-#: File name endings read as Parquet (anything else is read as CSV).
-PARQUET_SUFFIXES = (".parquet", ".pq")
+PARQUET_SUFFIXES = (".parquet", ".pq")  #: read as Parquet (anything else is read as CSV)
 
 
 def scan_file(
@@ -81,6 +81,7 @@ def scan_file(
     sep: str | None = None,
     encoding: str | None = None,
     allow_ragged: bool = False,
+    na_values: Iterable[Hashable] | str | None = None,
 ) -> PatternBlocks:
     """A CSV or Parquet file as :class:`~lcbayes.streaming.blocks.PatternBlocks`, read in
     chunks (module docstring).
@@ -88,18 +89,15 @@ def scan_file(
     Args:
         path: a CSV file, or a Parquet file (``.parquet`` / ``.pq``; needs ``pyarrow``:
             ``pip install 'lcbayes[parquet]'``).
-        columns: the columns to use, in this order (default: all, or those of
-            ``categories``).
-        chunk_rows: rows read at a time (the memory a scan holds; a larger chunk is no
-            faster).
+        columns: the columns to use, in this order (default: all, or ``categories``').
+        chunk_rows: rows read at a time (the memory a scan holds; larger is no faster).
         max_categories: a column with more distinct values is refused (bin it first).
         categories: ``{column: labels}`` to code those columns against fixed labels (a value
             outside them is refused; the column may be constant or all missing).
         block_patterns: the most distinct patterns a block holds.
         spill_dir: an existing folder to write block files into (in a new folder of its own).
-        sep, encoding: of a CSV file, found as :meth:`lcbayes.Dataset.from_csv` finds them
-            unless given.
-        allow_ragged: short rows of a CSV file, as :meth:`lcbayes.Dataset.from_csv` reads them.
+        sep, encoding, allow_ragged, na_values: as in :meth:`lcbayes.Dataset.from_csv` (the
+            first three for a CSV file).
     """
     if not isinstance(path, str | os.PathLike):
         raise ArgumentTypeError(f"path must be a file path, got {type(path).__name__}")
@@ -108,7 +106,8 @@ def scan_file(
     max_categories = check_int(max_categories, "max_categories", 1)
     if spill_dir is not None and not Path(spill_dir).is_dir():
         raise ArgumentError(f"spill_dir must be an existing folder, got {str(spill_dir)!r}")
-    table = _Table(Path(path), chunk_rows, sep, encoding, allow_ragged)
+    table = _Table(Path(path), chunk_rows, sep, encoding, allow_ragged,
+                   missing_codes.as_strings(na_values))
     if columns is None and categories is not None:
         columns = list(categories)
     columns = table.names if columns is None else chosen_columns(table.names, columns)
@@ -133,8 +132,8 @@ class _Table:
     """A CSV or Parquet file read in chunks of rows."""
 
     def __init__(self, path: Path, chunk_rows: int, sep: str | None,
-                 encoding: str | None, allow_ragged: bool) -> None:
-        self.path, self.chunk_rows = path, chunk_rows
+                 encoding: str | None, allow_ragged: bool, na_codes: tuple[str, ...]) -> None:
+        self.path, self.chunk_rows, self.na_codes = path, chunk_rows, na_codes
         self.parquet = path.suffix.lower() in PARQUET_SUFFIXES
         if self.parquet:
             name = repr(str(path))
@@ -157,10 +156,11 @@ class _Table:
         """The file's ``columns``, chunk by chunk (a CSV file's parsed with ``dtypes``)."""
         if self.parquet:
             for batch in self.file.iter_batches(batch_size=self.chunk_rows, columns=columns):
-                yield batch.to_pandas()[columns]
+                yield missing_codes.mark_missing(batch.to_pandas()[columns], self.na_codes)
         else:
             for chunk in read_chunks(self.path, self.chunk_rows, encoding=self.encoding,
                                      sep=self.sep, usecols=columns, dtype=dtypes,
+                                     na_values=list(self.na_codes),
                                      low_memory=False):  # the chunk is the memory bound
                 yield chunk[columns]
 
