@@ -42,7 +42,7 @@ from . import scores
 from .errors import ArgumentError
 from .inference import hidden_posteriors, log_marginal
 from .params import to_tables
-from .render import JSONRecord, json_value
+from .render import JSONRecord, fmt_count, fmt_stat, json_value
 from .structure import Structure
 from .validation import check_structure, data_for
 
@@ -178,9 +178,10 @@ class GoodnessOfFitResult(JSONRecord):
 
     def summary(self) -> str:
         """The statistics with their p-values, and the note."""
-        return (f"G^2 = {self.g2:.4f} (p {self.p_value_g2:.4f}), X^2 = {self.chi2:.4f} (p "
-                f"{self.p_value_chi2:.4f}), df = {self.df}; {self.n_complete_rows} complete rows in"
-                f" {self.n_observed_cells} of {self.n_cells} cells{self.note and '; '}{self.note}")
+        return (f"G^2 = {fmt_stat(self.g2)} (p {self.p_value_g2:.4f}), X^2 = "
+                f"{fmt_stat(self.chi2)} (p {self.p_value_chi2:.4f}), df = {self.df}; "
+                f"{self.n_complete_rows} complete rows in {self.n_observed_cells} of "
+                f"{fmt_count(self.n_cells)} cells{self.note and '; '}{self.note}")
 
 
 # ---------------------------------------------------------------------- model probabilities
@@ -318,15 +319,18 @@ def goodness_of_fit(structure: Structure, params: Mapping[str, Any],
             share = max(0.0, 1.0 - n_complete / (5.0 * n_cells))
         if share > SPARSE_SHARE:
             notes.append(f"{'' if exact else 'at least '}{math.floor(100 * share)}% of the "
-                         f"{n_cells} cells expect fewer than 5 rows ({n_complete / n_cells:.3g}"
+                         f"{fmt_count(n_cells)} cells expect fewer than 5 rows "
+                         f"({n_complete / n_cells:.3g}"
                          " on average): the chi-squared reference distribution of G^2 and X^2 "
                          "is unreliable; compare models by BIC, the evidence or a bootstrap")
         if n_complete < n_rows:
             notes.append(f"G^2 and X^2 use the {n_complete} complete rows of {n_rows} "
                          "(poLCA's convention)")
     if df <= 0:
-        notes.append(f"df = {df}: the model has at least as many free parameters as the table "
-                     "has free cells, so it is not tested")
+        bound = (f"the table has free cells ({fmt_count(n_cells - 1)})" if n_cells - 1 <= n_rows
+                 else f"there are rows ({n_rows}, fewer than the table's cells)")
+        notes.append(f"df = {df}: the model has at least as many free parameters "
+                     f"({structure.n_parameters}) as {bound}, so it is not tested")
     return GoodnessOfFitResult(
         g2=g2, chi2=chi2, df=int(df), p_value_g2=_chi2_tail(g2, df),
         p_value_chi2=_chi2_tail(chi2, df), n_cells=int(n_cells),
@@ -352,32 +356,83 @@ def bivariate_residuals(structure: Structure, params: Mapping[str, Any], data) -
     """
     structure, data = _setup(structure, params, data)
     names = structure.observed_names
-    cards = [structure.cardinalities[i] for i in structure.observed_nodes]
+    cards = np.array([structure.cardinalities[i] for i in structure.observed_nodes])
+    starts = np.concatenate([[0], np.cumsum(cards)[:-1]]).astype(np.int64)
+    item_of_level = np.repeat(np.arange(len(names)), cards)
+    observed, n_pair = _pair_tables(data.patterns, data.counts, cards, starts)
+    joint = _pair_marginals(structure, params, cards, starts)
+    expected = n_pair[np.ix_(item_of_level, item_of_level)] * joint
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(expected > 0, (observed - expected) ** 2 / expected,
+                         np.where(observed > 0, np.inf, 0.0))
+    chi2 = np.add.reduceat(np.add.reduceat(terms, starts, axis=0), starts, axis=1)
+    a, b = np.triu_indices(len(names), k=1)
+    df = (cards[a] - 1) * (cards[b] - 1)
+    n_ab = n_pair[a, b]
+    chi2_ab = np.where(n_ab > 0, chi2[a, b], math.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bvr = np.where(df > 0, chi2_ab / np.maximum(df, 1), math.nan)
+    return pd.DataFrame({"item_a": [names[i] for i in a], "item_b": [names[j] for j in b],
+                         "n_rows": np.round(n_ab).astype(np.int64), "chi2": chi2_ab,
+                         "df": df.astype(np.int64), "bvr": bvr},
+                        columns=["item_a", "item_b", "n_rows", "chi2", "df", "bvr"])
+
+
+#: Patterns turned into indicator rows at a time by :func:`_pair_tables` (its memory).
+_PAIR_BLOCK = 1 << 16
+
+
+def _pair_tables(patterns: np.ndarray, counts: np.ndarray, cards: np.ndarray,
+                 starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair's observed two-way table as one ``(L, L)`` matrix over the items' ``L``
+    levels (``Z' diag(counts) Z`` with ``Z`` the patterns' level indicators, missing values
+    indicating nothing), and ``(J, J)`` the rows that observe both items of each pair."""
+    n_levels, n_items = int(cards.sum()), len(cards)
+    observed = np.zeros((n_levels, n_levels))
+    n_pair = np.zeros((n_items, n_items))
+    for first in range(0, patterns.shape[0], _PAIR_BLOCK):
+        block = patterns[first:first + _PAIR_BLOCK]
+        weights = np.asarray(counts[first:first + _PAIR_BLOCK], dtype=np.float64)
+        seen = block >= 0
+        indicators = np.zeros((block.shape[0], n_levels))
+        rows, items = np.nonzero(seen)
+        indicators[rows, starts[items] + block[rows, items]] = 1.0
+        observed += indicators.T @ (indicators * weights[:, None])
+        n_pair += seen.T.astype(np.float64) @ (seen * weights[:, None])
+    return observed, n_pair
+
+
+def _pair_marginals(structure: Structure, params: Mapping[str, Any], cards: np.ndarray,
+                    starts: np.ndarray) -> np.ndarray:
+    """``(L, L)``: the model's ``P(a = i, b = j)`` for every pair of items' levels (a latent
+    class model's ``sum_k pi_k P(a | k) P(b | k)`` in closed form; another structure's by
+    exact inference on one pattern per cell, the other items missing). Only the blocks of
+    two different items are used."""
+    names = structure.observed_names
+    n_levels = int(cards.sum())
+    if structure.kind == "latent_class":
+        weights = np.asarray(params[structure.nodes[structure.root]], dtype=np.float64)
+        given = np.concatenate([np.asarray(params[n], dtype=np.float64) for n in names],
+                               axis=1)                      # (K, L): P(level | class)
+        return (given.T * weights) @ given
+    joint = np.zeros((n_levels, n_levels))
     pairs = [(a, b) for a in range(len(names)) for b in range(a + 1, len(names))]
     blocks = []
     for a, b in pairs:  # one pattern per cell of every pair's table, other items missing
         block = np.full((cards[a] * cards[b], len(names)), -1, dtype=np.int32)
-        block[:, [a, b]] = _all_cells((cards[a], cards[b]))
+        block[:, [a, b]] = _all_cells((int(cards[a]), int(cards[b])))
         blocks.append(block)
-    probs = (np.exp(_log_marginals(structure, params, np.concatenate(blocks)))
-             if blocks else np.zeros(0))
-    rows, start = [], 0
+    if not blocks:
+        return joint
+    probs = np.exp(_log_marginals(structure, params, np.concatenate(blocks)))
+    start = 0
     for a, b in pairs:
-        size = cards[a] * cards[b]
-        both = (data.patterns[:, a] >= 0) & (data.patterns[:, b] >= 0)
-        table = np.zeros((cards[a], cards[b]))
-        np.add.at(table, (data.patterns[both, a], data.patterns[both, b]), data.counts[both])
-        n_ab = float(table.sum())
-        expected = n_ab * probs[start:start + size].reshape(cards[a], cards[b])
+        size = int(cards[a] * cards[b])
+        table = probs[start:start + size].reshape(cards[a], cards[b])
+        joint[starts[a]:starts[a] + cards[a], starts[b]:starts[b] + cards[b]] = table
+        joint[starts[b]:starts[b] + cards[b], starts[a]:starts[a] + cards[a]] = table.T
         start += size
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(expected > 0, (table - expected) ** 2 / expected,
-                             np.where(table > 0, np.inf, 0.0))
-        df = (cards[a] - 1) * (cards[b] - 1)
-        chi2 = float(terms.sum()) if n_ab > 0 else math.nan
-        rows.append({"item_a": names[a], "item_b": names[b], "n_rows": round(n_ab),
-                     "chi2": chi2, "df": df, "bvr": chi2 / df if df else math.nan})
-    return pd.DataFrame(rows, columns=["item_a", "item_b", "n_rows", "chi2", "df", "bvr"])
+    return joint
 
 
 # ---------------------------------------------------------------------- all of them

@@ -32,7 +32,8 @@ import pandas as pd
 
 from ._version import __version__
 
-__all__ = ["CSS", "TEXT_WIDTH", "JSONRecord", "data_uri", "fmt", "fmt_setting", "from_json",
+__all__ = ["CSS", "TEXT_WIDTH", "JSONRecord", "data_uri", "fmt", "fmt_count", "fmt_setting",
+           "fmt_stat", "from_json",
            "html_document", "html_figure", "html_table", "json_value", "kv_table",
            "matrix_lines", "md_escape", "md_table", "plural", "png", "record_dict", "record_frame",
            "record_from_dict", "text_html", "text_table", "versions", "wrap", "write_bytes",
@@ -64,6 +65,18 @@ def fmt(value, digits: int = 2) -> str:
     if isinstance(value, float | np.floating):
         return "" if not math.isfinite(value) else f"{value:.{digits}f}"
     return str(value)
+
+
+def fmt_count(value: int) -> str:
+    """A count as digits, or (from 10^12 on, the cells of a wide table) to four significant
+    digits: ``2.037e+90``, not 91 digits."""
+    return str(int(value)) if abs(value) < 10**12 else f"{float(value):.4g}"
+
+
+def fmt_stat(value: float, decimals: int = 4) -> str:
+    """A statistic with ``decimals`` decimals, or (from 10^8 on, where that would print more
+    than 12 significant digits) to six significant digits."""
+    return f"{value:.{decimals}f}" if not abs(value) >= 1e8 else f"{value:.6g}"
 
 
 def fmt_setting(value) -> str:

@@ -319,3 +319,37 @@ def test_scikit_learns_estimator_checks_pass_but_those_that_do_not_apply():
     failed = {r["check_name"] for r in results if r["status"] not in ("passed", "skipped")}
     assert failed == set(EXPECTED_FAILED_CHECKS)   # and each listed one does fail
     assert sum(r["status"] == "passed" for r in results) >= 40
+
+
+# ------------------------------------------------------------------ 8: wide data
+def test_wide_data_print_no_number_of_more_than_12_significant_digits(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    classes = rng.integers(0, 2, 30)
+    codes = (rng.random((30, 60)) < np.where(classes[:, None] == 1, 0.8, 0.2)).astype(int)
+    path = tmp_path / "wide.csv"
+    pd.DataFrame(codes + 1, columns=[f"q{j}" for j in range(60)]).to_csv(path, index=False)
+    status, out, err = _run(capsys, ["fit", str(path), "--n-classes", "2"])
+    assert status == 0, err
+    import re
+
+    digits = [len(n.replace(".", "").lstrip("0")) for n in re.findall(r"\d[\d.]*", out)]
+    assert max(digits) <= 12
+    assert "1.153e+18 cells" in out          # 2^60, not its 19 digits
+    assert "as there are rows (30, fewer than the table's cells)" in " ".join(out.split())
+
+
+def test_bivariate_residuals_equal_the_pair_by_pair_tables():
+    frame = _frame(5).astype(float)
+    frame.iloc[::7, 1] = np.nan                 # missing values: n_ab differs by pair
+    structure = lcb.latent_class(frame, 2)
+    fit = lcb.em(structure, frame, seed=0, restarts=2)
+    table = lcb.bivariate_residuals(structure, fit.params, frame)
+    pi = np.asarray(fit.params["class"])
+    for row in table.itertuples():
+        both = frame[[row.item_a, row.item_b]].dropna().astype(int) - 1
+        observed = np.zeros((2, 2))
+        np.add.at(observed, (both[row.item_a], both[row.item_b]), 1)
+        a, b = (np.asarray(fit.params[c]) for c in (row.item_a, row.item_b))
+        expected = len(both) * np.einsum("k,ki,kj->ij", pi, a, b)
+        assert row.n_rows == len(both)
+        assert row.chi2 == pytest.approx(((observed - expected) ** 2 / expected).sum(), rel=1e-9)

@@ -32,7 +32,7 @@ from ..engines.algorithms import ALGORITHMS, DEFAULT_ETA
 from ..engines.em import em
 from ..engines.exact import exact_evidence
 from ..engines.vbem import vbem
-from ..render import fmt_setting, wrap
+from ..render import fmt_count, fmt_setting, fmt_stat, wrap
 from .common import (
     UsageError,
     add_data_arguments,
@@ -207,8 +207,9 @@ def _index_lines(indices: dict) -> list[str]:
     """Goodness of fit against the saturated table (poLCA's G^2, X^2, df) and the quality of
     the classification, as applied papers report them."""
     gof = indices["goodness_of_fit"]
-    lines = [f"G^2: {gof['g2']:.4f}  X^2: {gof['chi2']:.4f}  (residual df {gof['df']}; "
-             f"{gof['n_complete_rows']} complete rows in {gof['n_cells']} cells)"]
+    lines = [f"G^2: {fmt_stat(gof['g2'])}  X^2: {fmt_stat(gof['chi2'])}  (residual df "
+             f"{gof['df']}; {gof['n_complete_rows']} complete rows in "
+             f"{fmt_count(gof['n_cells'])} cells)"]
     if gof["note"]:
         lines += wrap(f"note: {gof['note']}", indent="  ", hanging="    ")
     quality = indices["classification"]
