@@ -341,3 +341,24 @@ def test_cli_compare_writes_the_table_and_figures(capsys, tmp_path):
     assert main(["compare", str(GSS08), "--n-classes", "3", "--group", "DEGREE", "--columns",
                  ",".join(ITEMS), "--engine-option", "ais.chains=4"]) == 2
     assert "only 'smc' options" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_no_invariance_reaches_glcas_maximum_from_the_default_restarts(gss08, seed):
+    frame, structure = gss08
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = lcb.em(structure, frame, group="DEGREE", invariance="none", seed=seed)
+    assert fit.loglik == pytest.approx(ORACLE["b_no_measure_inv"]["loglik"], abs=1e-4)
+    line = fit.summary().splitlines()[-1]
+    reached = int(line.split("best reached by ")[1].split()[0])
+    logliks = fit.fit.restart_logliks
+    assert reached == int(np.sum(np.abs(logliks - fit.loglik) < 1e-6 * abs(fit.loglik)))
+    assert "a start from the separate fits of each group" in line and reached >= 1
+
+
+def test_a_best_reached_by_one_start_only_is_warned_about(gss08):
+    frame, structure = gss08
+    with pytest.warns(UserWarning, match="reached its best log-likelihood in one of its 2 "
+                                         "restarts only"):
+        lcb.em(structure, frame, group="DEGREE", invariance="none", seed=0, restarts=2)

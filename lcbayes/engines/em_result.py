@@ -37,7 +37,17 @@ from .run_record import RunRecord, arrays_from_json
 if TYPE_CHECKING:
     from ..information import Method
 
-__all__ = ["EMResult", "PenalisedScores"]
+__all__ = ["BEST_TOLERANCE", "EMResult", "PenalisedScores", "best_count"]
+
+#: Relative gap to the best objective within which a restart counts as reaching it.
+BEST_TOLERANCE = 1e-6
+
+
+def best_count(objectives: np.ndarray, best: float) -> int:
+    """How many of the restarts' ``objectives`` (log-likelihoods, or penalised ones) reach
+    ``best``: within :data:`BEST_TOLERANCE` of ``max(1, |best|)``."""
+    gap = np.abs(np.asarray(objectives, dtype=np.float64) - best)
+    return int(np.sum(gap < BEST_TOLERANCE * max(1.0, abs(best))))
 
 
 class PenalisedScores:
@@ -318,8 +328,7 @@ class EMResult(PenalisedScores, RunRecord):
         lines = [head + f", {estimator} by {by}", "",
                  *self.estimate_lines(qualifier, errors=self.standard_errors)]
         status = "converged" if self.converged else "NOT converged (raise max_iter)"
-        gap = np.abs(self.restart_objectives - self.objective)
-        best_count = int(np.sum(gap < 1e-6 * max(1.0, abs(self.objective))))
+        reached = best_count(self.restart_objectives, self.objective)
         n_missing_rows = self.n_rows - self.n_observed_rows
         lines += [
             "=========================================================",
@@ -329,7 +338,7 @@ class EMResult(PenalisedScores, RunRecord):
             f"log-likelihood: {self.loglik:.4f}",
             *self._score_lines(),
             f"{by}: {status} after {plural(self.n_iter, 'iteration')}; best found by "
-            f"{best_count} of {plural(self.restarts, 'restart')}; {self.seconds:.2f} s",
+            f"{reached} of {plural(self.restarts, 'restart')}; {self.seconds:.2f} s",
         ]
         return "\n".join(lines)
 

@@ -14,6 +14,18 @@ group's classes. The classes of every group are then matched to those of the lar
 by their item profiles (the assignment that minimises the summed squared differences of the
 item probabilities, Hungarian algorithm), and the estimate refitted from the aligned start
 for its standard errors; the result says so (:attr:`GroupResult.aligned_to`).
+
+**Starts.** Where items are free, the random restarts have to find every group's own
+maximum at once, which grows unlikely with the number of groups (with no invariance the model
+is one latent class model per group, and a restart reaches the joint maximum only where it
+reaches each group's). A further start is therefore built from *separate fits of each group*
+(:func:`lcbayes.em` on the group's rows, ``restarts`` restarts each): their classes matched
+to the largest group's by item profile, their item probabilities taken as the free items'
+and (weighted by the groups' rows) as the invariant items', their prevalences as the
+membership intercepts. With no invariance and no covariate that start is the joint maximum
+where each group's fit found its own. The restarts that reach the best log-likelihood (to
+:data:`lcbayes.engines.em_result.BEST_TOLERANCE`, relative) are counted, the separate start
+among them, and a fit whose best was reached by one start only is warned about.
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ from ...constructors import latent_class
 from ...data import Dataset
 from ...errors import ArgumentError, DataError
 from ...structure import Structure
+from ..em_result import best_count
 from ..regression.design import Covariates, covariate_design
 from ..regression.fit import fit_regression
 from ..regression.result import RegressionResult
@@ -119,6 +132,22 @@ def fit_layout(layout: GroupLayout, items: Dataset, group: np.ndarray, cov: Cova
     fit = fit_regression(model, expanded, cov, restarts=restarts, seed=seed, init=None,
                          standard_errors=None if align else standard_errors, tol=tol,
                          max_iter=max_iter, batch_size=batch_size)
+    logliks = fit.restart_logliks
+    separate = (_separate_start(fit, layout, items, group,
+                                cov, n_classes, restarts, seed, tol, max_iter)
+                if layout.free and len(layout.levels) > 1 else None)
+    if separate is not None:
+        start = separate[0]
+        again = fit_regression(model, expanded, cov, restarts=0, seed=seed, init=start,
+                               standard_errors=None if align else standard_errors, tol=tol,
+                               max_iter=max_iter, batch_size=batch_size)
+        logliks = np.append(logliks, again.loglik)
+        if again.loglik > fit.loglik:
+            fit = again
+    fit = replace(fit, restart_logliks=logliks, restarts=restarts,
+                  restart_n_iter=np.resize(fit.restart_n_iter, len(logliks)),
+                  restart_converged=np.resize(fit.restart_converged, len(logliks)))
+    _warn_unique_best(fit, separate, restarts)
     reference = None
     if align:
         counts = np.bincount(group[cov.kept], minlength=len(layout.levels))
@@ -137,6 +166,74 @@ def fit_layout(layout: GroupLayout, items: Dataset, group: np.ndarray, cov: Cova
     return GroupResult(layout=layout, fit=fit, row_groups=group[used],
                        saturated_loglik=saturated, n_strata=strata, n_rows=n_rows,
                        aligned_to=reference)
+
+
+def _separate_start(fit: RegressionResult, layout: GroupLayout, items: Dataset,
+                    group: np.ndarray, cov: Covariates, k: int, restarts: int, seed,
+                    tol: float, max_iter: int) -> tuple[RegressionResult, tuple] | None:
+    """The start from separate fits of each group (module docstring), as a
+    :class:`RegressionResult` like ``fit``; and ``(fewest restarts that reached a group's
+    own best, that group)``. ``None`` where a group cannot be fitted alone."""
+    from scipy.optimize import linear_sum_assignment
+
+    from ...errors import LcbayesError
+    from ..em import em
+
+    rows = cov.kept
+    own, shares, weights, weakest = [], [], [], (restarts, None)
+    for g, level in enumerate(layout.levels):
+        mask = rows & (group == g)
+        sub = Dataset.from_codes(items.codes[mask], columns=items.columns, labels=items.labels)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                alone = em(latent_class(sub, k), sub, restarts=max(restarts, 1), seed=seed,
+                           tol=tol, max_iter=max_iter, standard_errors=None)
+        except LcbayesError:
+            return None
+        reached = best_count(alone.restart_objectives, alone.objective)
+        if reached < weakest[0]:
+            weakest = (reached, level)
+        own.append(np.concatenate([np.asarray(alone.params[i]) for i in layout.items], axis=1))
+        shares.append(np.asarray(alone.params[alone.structure.nodes[alone.structure.root]]))
+        weights.append(float(mask.sum()))
+    reference = int(np.argmax(weights))
+    for g in range(len(own)):    # classes matched to the largest group's by item profile
+        cost = ((own[reference][:, None, :] - own[g][None, :, :]) ** 2).sum(axis=2)
+        order = linear_sum_assignment(cost)[1]
+        own[g], shares[g] = own[g][order], shares[g][order]
+    cards = [len(lab) for lab in layout.item_labels]
+    bounds = np.cumsum([0, *cards])
+    pooled = np.tensordot(np.asarray(weights) / sum(weights), np.stack(own), axes=1)
+    params = {fit.structure.nodes[fit.structure.root]: np.tensordot(
+        np.asarray(weights) / sum(weights), np.stack(shares), axes=1)}
+    for column in layout.columns:
+        item, level = layout.source(column)
+        j = layout.items.index(item)
+        table = pooled if level is None else own[layout.levels.index(level)]
+        params[column] = table[:, bounds[j]:bounds[j + 1]]
+    logs = np.log(np.maximum(np.stack(shares), 1e-300))
+    logs -= logs[:, :1]
+    coef = np.zeros((len(cov.names), k))
+    coef[0] = logs[0]
+    coef[1:len(layout.levels)] = logs[1:] - logs[0]     # the group indicators follow
+    return replace(fit, params=params, coef=coef), weakest
+
+
+def _warn_unique_best(fit: RegressionResult, separate, restarts: int) -> None:
+    """A warning where one start alone reached the best log-likelihood (module docstring)."""
+    reached = best_count(fit.restart_logliks, fit.loglik)
+    if separate is not None and best_count(fit.restart_logliks[-1:], fit.loglik):
+        weakest, level = separate[1]
+        if weakest > 1 or restarts <= 1:
+            return
+        warnings.warn(f"the separate fit of group {level!r} reached its best log-likelihood "
+                      f"in one of its {restarts} restarts only: the maximum may not be the "
+                      "global one; raise restarts", stacklevel=6)
+    elif reached == 1 and len(fit.restart_logliks) > 1:
+        warnings.warn(f"one of {len(fit.restart_logliks)} starts alone reached the best "
+                      f"log-likelihood {fit.loglik:.4f}: the maximum may not be the global "
+                      "one; raise restarts", stacklevel=6)
 
 
 def _aligned(fit: RegressionResult, layout: GroupLayout, reference) -> RegressionResult:

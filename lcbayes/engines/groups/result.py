@@ -28,6 +28,7 @@ import pandas as pd
 from ...data import Dataset
 from ...errors import DataError
 from ...render import json_value, plural
+from ..em_result import best_count
 from ..regression.cells import softmax
 from ..regression.result import RegressionResult
 from .layout import GroupLayout
@@ -301,9 +302,21 @@ class GroupResult:
                   f"AIC(glca scale): {-2 * self.aic:.6f}",
                   f"BIC(glca scale): {-2 * self.bic:.6f}",
                   f"aBIC: {-2 * self.abic:.6f}, CAIC: {-2 * self.caic:.6f} (deviance scale)",
-                  f"restarts: {self.fit.restarts}, best reached by "
-                  f"{int((self.fit.restart_logliks > self.loglik - 1e-6).sum())}"]
+                  self._restart_line()]
         return "\n".join(lines)
+
+    def _restart_line(self) -> str:
+        """How many starts reached the best log-likelihood, the separate-groups start among
+        them (:mod:`lcbayes.engines.groups.fit`)."""
+        logliks = self.fit.restart_logliks
+        separate = len(logliks) > self.fit.restarts
+        reached = best_count(logliks, self.loglik)
+        return (f"restarts: {self.fit.restarts}"
+                + (" and a start from the separate fits of each group" if separate else "")
+                + f"; best reached by {reached} of {len(logliks)} starts"
+                + ((" (the separate start " + ("among them" if best_count(
+                    logliks[-1:], self.loglik) else "not among them") + ")")
+                   if separate else ""))
 
     def __repr__(self) -> str:
         return (f"GroupResult(n_classes={self.n_classes}, group={self.layout.group!r}, "

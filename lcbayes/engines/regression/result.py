@@ -29,7 +29,7 @@ from ...params import from_tables
 from ...render import json_value, plural
 from ...structure import Structure
 from ...validation import data_for, numpy_rng
-from ..em_result import PenalisedScores
+from ..em_result import PenalisedScores, best_count
 from ..run_record import EstimateRecord, arrays_from_json
 from .cells import softmax
 from .design import Covariates
@@ -280,7 +280,7 @@ class RegressionResult(PenalisedScores, EstimateRecord):
             f"AIC(poLCA scale): {-2 * self.aic:.6f}",
             f"BIC(poLCA scale): {-2 * self.bic:.6f}",
             f"restarts: {self.restarts}, best reached by "
-            f"{int((self.restart_logliks > self.loglik - 1e-6).sum())}",
+            f"{best_count(self.restart_logliks, self.loglik)}",
         ]
         if self.se_method is not None:
             lines.append(f"standard errors: {self.se_method} information")
