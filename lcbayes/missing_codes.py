@@ -25,8 +25,8 @@ import pandas as pd
 
 from .errors import DataError
 
-__all__ = ["RARE_SHARE", "TEXT_CODES", "as_strings", "code_like", "mark_missing",
-           "warn_code_like_levels"]
+__all__ = ["RARE_SHARE", "TEXT_CODES", "as_strings", "code_like", "level_counts",
+           "mark_missing", "warn_code_like_levels"]
 
 #: Texts that surveys and statistics packages write for a missing value.
 TEXT_CODES = frozenset({".", "..", "?", "-", "--", "*", "n/a", "na", "n.a.", "#n/a", "nan",
@@ -127,6 +127,18 @@ def _is_number(value: Hashable) -> bool:
     except ValueError:
         return False
     return True
+
+
+def level_counts(blocks: Iterable[tuple[np.ndarray, np.ndarray]],
+                 cardinalities: Sequence[int]) -> list[np.ndarray]:
+    """The rows at each level of each column, from ``(patterns, counts)`` blocks (codes, -1
+    missing)."""
+    totals = [np.zeros(r) for r in cardinalities]
+    for patterns, counts in blocks:
+        for j, r in enumerate(cardinalities):
+            seen = patterns[:, j] >= 0
+            totals[j] += np.bincount(patterns[seen, j], weights=counts[seen], minlength=r)
+    return totals
 
 
 def warn_code_like_levels(columns: Sequence[str], labels: Sequence[Sequence[Hashable]],

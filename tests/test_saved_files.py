@@ -131,11 +131,13 @@ def coded(tmp_path):
     return frame, path
 
 
-def test_a_rare_code_like_level_is_warned_about_naming_its_column(coded):
+@pytest.mark.parametrize("reader", ["csv", "scan"])
+def test_a_rare_code_like_level_is_warned_about_naming_its_column(coded, reader):
     _, path = coded
     with pytest.warns(UserWarning, match=r"column 'A' level '-99' \(5 of 120 rows\); column "
                                          r"'C' level '\.' \(3 of 120 rows\).*na_values"):
-        data = lcb.Dataset.from_csv(path)
+        data = (lcb.Dataset.from_csv(path) if reader == "csv"
+                else lcb.scan_file(path, chunk_rows=50).to_dataset())
     assert -99 in data.labels[0] and "." in data.labels[2]   # read as categories, as told
 
 

@@ -20,7 +20,8 @@ from ..structure import Structure
 
 __all__ = ["UsageError", "add_data_arguments", "add_engine_option_argument",
            "add_executor_arguments", "check_classes", "check_output", "default", "engine_options",
-           "executor_options", "parse_engine_options", "read_data", "structure_file"]
+           "executor_options", "parse_engine_options", "read_data", "sheet_option",
+           "structure_file"]
 
 
 class UsageError(LcbayesError):
@@ -128,6 +129,12 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
 PARQUET = (".parquet", ".pq")
 
 
+def sheet_option(args: argparse.Namespace) -> str | int | None:
+    """``--sheet``: a sheet's name, or its number from 0 where it is all digits."""
+    sheet = args.sheet
+    return int(sheet) if sheet is not None and sheet.isdigit() else sheet
+
+
 def read_data(args: argparse.Namespace) -> Dataset:
     """The data file restricted to ``--columns``: a CSV file read whole, or (``--chunk-rows``,
     a Parquet file) read in chunks by :func:`lcbayes.scan_file` into the pattern form of
@@ -136,9 +143,7 @@ def read_data(args: argparse.Namespace) -> Dataset:
     if args.columns is not None:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]
     chunk_rows = getattr(args, "chunk_rows", None)
-    sheet = args.sheet
-    if sheet is not None and sheet.isdigit():
-        sheet = int(sheet)
+    sheet = sheet_option(args)
     if chunk_rows is None and Path(args.data).suffix.lower() not in PARQUET:
         return Dataset.from_csv(args.data, columns=columns, max_categories=args.max_categories,
                                 encoding=args.encoding, sep=args.sep,

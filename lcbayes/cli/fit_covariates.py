@@ -24,7 +24,7 @@ from ..csvfile import read_table
 from ..data import Dataset
 from ..engines.em import em
 from ..render import json_value
-from .common import UsageError, default
+from .common import UsageError, default, sheet_option
 
 __all__ = ["add_arguments", "run_covariates", "uses_covariates"]
 
@@ -88,7 +88,7 @@ def read_columns(args: argparse.Namespace) -> tuple[pd.DataFrame, list[str], lis
     """The table of ``args.data``, its ``--covariates`` columns and its indicator columns
     (``--columns``, else those that are neither covariates nor ``--distal``)."""
     frame = read_table(args.data, encoding=args.encoding, sep=args.sep,
-                       allow_ragged=args.allow_ragged, sheet=args.sheet,
+                       allow_ragged=args.allow_ragged, sheet=sheet_option(args),
                        na_values=args.na_values)
     frame.columns = [str(c) for c in frame.columns]
     covariates = _names(args.covariates)

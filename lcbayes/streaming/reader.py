@@ -11,7 +11,8 @@ The file is parsed once, ``chunk_rows`` rows at a time, and never held whole:
    column (a pandas ``Categorical``) keeps its categories' order. A column with more than
    ``max_categories`` values, or none observed, is refused with
    :meth:`~lcbayes.Dataset.from_pandas`'s message (the first chunk that shows too many values
-   stops the scan); a constant one is reported. ``categories`` (``{column: labels}``, e.g. a
+   stops the scan); a constant one, and a rare level that looks like a missing-value code
+   (:mod:`lcbayes.missing_codes`), are reported. ``categories`` (``{column: labels}``, e.g. a
    model's) gives the labels of the columns it names; when it names them all, this pass is
    left out and the rows are coded as they are read. Meanwhile each chunk's rows, in
    provisional codes (values numbered as they come), are compressed to unique patterns with
@@ -20,24 +21,20 @@ The file is parsed once, ``chunk_rows`` rows at a time, and never held whole:
 2. **Patterns.** The pieces are mapped to the labels' codes and added to the current block by
    their mixed-radix keys (:class:`~lcbayes.streaming.blocks.PatternSum`). Whenever the block
    passes ``block_patterns`` distinct patterns, full blocks are written as ``.npz`` files into a
-   spill folder and the rest goes on (a pattern may so be in several blocks: the engines add
-   them up). The last block stays in memory. Only where a CSV column's type changed between
-   chunks (it is then text over the whole file) is that column read again as text and the file
-   parsed a second time, chunk by chunk, coded against the labels directly.
+   spill folder and the rest goes on (a pattern may be in several blocks: the engines add them
+   up); the last block stays in memory. Where a CSV column's type changed between chunks (it
+   is then text), the file is parsed a second time, coded against the labels directly.
 
-Memory: one chunk of rows (pandas' parser dominates: about 460 MiB of peak RSS at the default
-``chunk_rows=250_000`` for 20 columns, JAX loaded, and twice that at 10^6 rows, for the same
-speed), the pieces held and the distinct patterns of one block. The spill folders (in
+Memory: one chunk of rows (pandas' parser dominates; ``reports/streaming.md`` measures it),
+the pieces held and the distinct patterns of one block. The spill folders (in
 ``spill_dir``, default the system's temporary folder) are removed with the objects holding them:
 the pieces' when the scan ends, the blocks' with the last
 :class:`~lcbayes.streaming.blocks.PatternBlocks` holding it (see there). Missing values are data
 as in :class:`~lcbayes.Dataset`: rows are never dropped; rows with no observed value count in
 ``n_rows``, not in ``n_observed_rows``, and are reported.
 
-Example::
-
-    blocks = lcb.scan_file("big.csv")      # or "big.parquet"
-    data = blocks.to_dataset()             # the distinct patterns as a Dataset, when they fit
+Example: ``lcb.scan_file("big.csv").to_dataset()`` (or ``"big.parquet"``), the distinct
+patterns as a Dataset, where they fit in memory.
 """
 
 from __future__ import annotations
@@ -125,6 +122,9 @@ def scan_file(
     fully_missing = blocks.n_rows - blocks.n_observed_rows
     if fully_missing and categories is None:  # as from_pandas: rows to classify may be empty
         warnings.warn(fully_missing_message(fully_missing, blocks.n_rows), stacklevel=2)
+    if categories is None:
+        missing_codes.warn_code_like_levels(columns, labels, missing_codes.level_counts(
+            blocks, blocks.cardinalities))
     return blocks
 
 

@@ -31,7 +31,7 @@ among them, and a fit whose best was reached by one start only is warned about.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -180,7 +180,8 @@ def _separate_start(fit: RegressionResult, layout: GroupLayout, items: Dataset,
     from ..em import em
 
     rows = cov.kept
-    own, shares, weights, weakest = [], [], [], (restarts, None)
+    own, shares, weights = [], [], []
+    weakest: tuple[int, Hashable] = (restarts, None)
     for g, level in enumerate(layout.levels):
         mask = rows & (group == g)
         sub = Dataset.from_codes(items.codes[mask], columns=items.columns, labels=items.labels)
