@@ -23,12 +23,16 @@ from .structure import MAX_ENUMERATED_STATES, Structure
 __all__ = ["dag", "hlc", "latent_class"]
 
 
-def _dataset(data) -> Dataset:
-    """``data`` as a :class:`~lcbayes.Dataset`: a DataFrame or an array of codes is read as
-    :func:`lcbayes.validation.as_dataset` reads it."""
-    from .validation import as_dataset  # JAX only once a model is fitted
+def _dataset(data):
+    """``data`` as a :class:`~lcbayes.Dataset` where it is a DataFrame, an array of codes or
+    a list of rows (read as :func:`lcbayes.validation.as_dataset` reads them); anything else
+    (a ``Dataset``, :class:`~lcbayes.PatternBlocks`) as it is, or an error naming what is
+    accepted where it has no columns."""
+    if isinstance(data, pd.DataFrame | np.ndarray | list) or not hasattr(data, "cardinalities"):
+        from .validation import as_dataset  # JAX only once a model is fitted
 
-    return as_dataset(data)
+        return as_dataset(data)
+    return data
 
 
 def latent_class(data: Dataset | pd.DataFrame | np.ndarray, n_classes: int, *,
