@@ -357,8 +357,20 @@ def test_no_invariance_reaches_glcas_maximum_from_the_default_restarts(gss08, se
     assert "a start from the separate fits of each group" in line and reached >= 1
 
 
-def test_a_best_reached_by_one_start_only_is_warned_about(gss08):
-    frame, structure = gss08
-    with pytest.warns(UserWarning, match="reached its best log-likelihood in one of its 2 "
-                                         "restarts only"):
-        lcb.em(structure, frame, group="DEGREE", invariance="none", seed=0, restarts=2)
+def test_a_best_reached_by_one_start_only_is_warned_about(none):
+    from dataclasses import replace
+
+    from lcbayes.engines.groups.fit import _warn_unique_best
+
+    best = none.fit.loglik
+    alone = replace(none.fit, restart_logliks=np.array([best - 1.0, best, best - 2.0]))
+    with pytest.warns(UserWarning, match="one of 3 starts alone reached the best"):
+        _warn_unique_best(alone, None)
+    separate = replace(none.fit, restart_logliks=np.array([best - 1.0, best - 2.0, best]))
+    with pytest.warns(UserWarning, match="group 'COLLEGE' reached its best log-likelihood in "
+                                         "one of its 50 restarts only"):
+        _warn_unique_best(separate, (None, (1, "COLLEGE", 50)))  # the last start: separate
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_unique_best(replace(alone, restart_logliks=np.array([best, best])), None)
+        _warn_unique_best(separate, (None, (2, "COLLEGE", 50)))

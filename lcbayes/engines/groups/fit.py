@@ -19,7 +19,7 @@ for its standard errors; the result says so (:attr:`GroupResult.aligned_to`).
 maximum at once, which grows unlikely with the number of groups (with no invariance the model
 is one latent class model per group, and a restart reaches the joint maximum only where it
 reaches each group's). A further start is therefore built from *separate fits of each group*
-(:func:`lcbayes.em` on the group's rows, ``restarts`` restarts each): their classes matched
+(the group's rows alone, ``5 * restarts`` restarts each, small fits): their classes matched
 to the largest group's by item profile, their item probabilities taken as the free items'
 and (weighted by the groups' rows) as the invariant items', their prevalences as the
 membership intercepts. With no invariance and no covariate that start is the joint maximum
@@ -147,7 +147,7 @@ def fit_layout(layout: GroupLayout, items: Dataset, group: np.ndarray, cov: Cova
     fit = replace(fit, restart_logliks=logliks, restarts=restarts,
                   restart_n_iter=np.resize(fit.restart_n_iter, len(logliks)),
                   restart_converged=np.resize(fit.restart_converged, len(logliks)))
-    _warn_unique_best(fit, separate, restarts)
+    _warn_unique_best(fit, separate)
     reference = None
     if align:
         counts = np.bincount(group[cov.kept], minlength=len(layout.levels))
@@ -173,28 +173,31 @@ def _separate_start(fit: RegressionResult, layout: GroupLayout, items: Dataset,
                     tol: float, max_iter: int) -> tuple[RegressionResult, tuple] | None:
     """The start from separate fits of each group (module docstring), as a
     :class:`RegressionResult` like ``fit``; and ``(fewest restarts that reached a group's
-    own best, that group)``. ``None`` where a group cannot be fitted alone."""
+    own best, that group, the restarts of each group)``. ``None`` where a group cannot be
+    fitted alone."""
     from scipy.optimize import linear_sum_assignment
 
     from ...errors import LcbayesError
-    from ..em import em
 
     rows = cov.kept
     own, shares, weights = [], [], []
-    weakest: tuple[int, Hashable] = (restarts, None)
+    alone_restarts = max(5 * restarts, 1)
+    weakest: tuple[int, Hashable, int] = (alone_restarts, None, alone_restarts)
     for g, level in enumerate(layout.levels):
         mask = rows & (group == g)
         sub = Dataset.from_codes(items.codes[mask], columns=items.columns, labels=items.labels)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                alone = em(latent_class(sub, k), sub, restarts=max(restarts, 1), seed=seed,
-                           tol=tol, max_iter=max_iter, standard_errors=None)
+                alone = fit_regression(latent_class(sub, k), sub, None,
+                                       restarts=alone_restarts, seed=seed, tol=tol,
+                                       max_iter=max_iter, batch_size=None, init=None,
+                                       standard_errors=None)   # no covariate: one LC model
         except LcbayesError:
             return None
-        reached = best_count(alone.restart_objectives, alone.objective)
+        reached = best_count(alone.restart_logliks, alone.loglik)
         if reached < weakest[0]:
-            weakest = (reached, level)
+            weakest = (reached, level, alone_restarts)
         own.append(np.concatenate([np.asarray(alone.params[i]) for i in layout.items], axis=1))
         shares.append(np.asarray(alone.params[alone.structure.nodes[alone.structure.root]]))
         weights.append(float(mask.sum()))
@@ -221,15 +224,17 @@ def _separate_start(fit: RegressionResult, layout: GroupLayout, items: Dataset,
     return replace(fit, params=params, coef=coef), weakest
 
 
-def _warn_unique_best(fit: RegressionResult, separate, restarts: int) -> None:
-    """A warning where one start alone reached the best log-likelihood (module docstring)."""
+def _warn_unique_best(fit: RegressionResult, separate) -> None:
+    """A warning where one start alone reached the best log-likelihood, or where the
+    separate start did and one group's own best was reached by one of its restarts only
+    (module docstring)."""
     reached = best_count(fit.restart_logliks, fit.loglik)
     if separate is not None and best_count(fit.restart_logliks[-1:], fit.loglik):
-        weakest, level = separate[1]
-        if weakest > 1 or restarts <= 1:
+        weakest, level, alone = separate[1]
+        if weakest > 1 or alone <= 1:
             return
         warnings.warn(f"the separate fit of group {level!r} reached its best log-likelihood "
-                      f"in one of its {restarts} restarts only: the maximum may not be the "
+                      f"in one of its {alone} restarts only: the maximum may not be the "
                       "global one; raise restarts", stacklevel=6)
     elif reached == 1 and len(fit.restart_logliks) > 1:
         warnings.warn(f"one of {len(fit.restart_logliks)} starts alone reached the best "
