@@ -15,15 +15,15 @@ by their item profiles (the assignment that minimises the summed squared differe
 item probabilities, Hungarian algorithm), and the estimate refitted from the aligned start
 for its standard errors; the result says so (:attr:`GroupResult.aligned_to`).
 
-**Starts.** Where items are free, the random restarts have to find every group's own
-maximum at once, which grows unlikely with the number of groups (with no invariance the model
-is one latent class model per group, and a restart reaches the joint maximum only where it
-reaches each group's). A further start is therefore built from *separate fits of each group*
-(the group's rows alone, ``5 * restarts`` restarts each, small fits): their classes matched
-to the largest group's by item profile, their item probabilities taken as the free items'
-and (weighted by the groups' rows) as the invariant items', their prevalences as the
-membership intercepts. With no invariance and no covariate that start is the joint maximum
-where each group's fit found its own. The restarts that reach the best log-likelihood (to
+**Starts.** Where items are free, the random restarts have to find every group's own maximum at
+once, which grows unlikely with the number of groups (with no invariance the model is one latent
+class model per group, and a restart reaches the joint maximum only where it reaches each
+group's). A further start is therefore built from *separate fits of each group* (the group's
+rows alone, ``5 * restarts`` restarts each up to 50, but at least ``restarts``): their classes
+matched to the largest group's by item profile, their item probabilities taken as the free
+items' and (weighted by the groups' rows) as the invariant items', their prevalences as the
+membership intercepts. With no invariance and no covariate that start is the joint maximum where
+each group's fit found its own. The restarts that reach the best log-likelihood (to
 :data:`lcbayes.engines.em_result.BEST_TOLERANCE`, relative) are counted, the separate start
 among them, and a fit whose best was reached by one start only is warned about.
 """
@@ -181,7 +181,7 @@ def _separate_start(fit: RegressionResult, layout: GroupLayout, items: Dataset,
 
     rows = cov.kept
     own, shares, weights = [], [], []
-    alone_restarts = max(5 * restarts, 1)
+    alone_restarts = max(restarts, min(5 * restarts, 50), 1)
     weakest: tuple[int, Hashable, int] = (alone_restarts, None, alone_restarts)
     for g, level in enumerate(layout.levels):
         mask = rows & (group == g)
