@@ -259,8 +259,7 @@ class Dataset:
         """
         frame = read_table(path, encoding=encoding, sep=sep, allow_ragged=allow_ragged,
                            sheet=sheet, na_values=na_values, **read_csv_kwargs)
-        return cls.from_pandas(frame, columns=columns, max_categories=max_categories,
-                               na_values=na_values)
+        return cls.from_pandas(frame, columns=columns, max_categories=max_categories)
 
     # ------------------------------------------------------------------ properties
     @property
