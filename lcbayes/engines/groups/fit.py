@@ -175,8 +175,6 @@ def _separate_start(fit: RegressionResult, layout: GroupLayout, items: Dataset,
     :class:`RegressionResult` like ``fit``; and ``(fewest restarts that reached a group's
     own best, that group, the restarts of each group)``. ``None`` where a group cannot be
     fitted alone."""
-    from scipy.optimize import linear_sum_assignment
-
     from ...errors import LcbayesError
 
     rows = cov.kept
@@ -203,8 +201,7 @@ def _separate_start(fit: RegressionResult, layout: GroupLayout, items: Dataset,
         weights.append(float(mask.sum()))
     reference = int(np.argmax(weights))
     for g in range(len(own)):    # classes matched to the largest group's by item profile
-        cost = ((own[reference][:, None, :] - own[g][None, :, :]) ** 2).sum(axis=2)
-        order = linear_sum_assignment(cost)[1]
+        order = _profile_order(own[reference], own[g])
         own[g], shares[g] = own[g][order], shares[g][order]
     cards = [len(lab) for lab in layout.item_labels]
     bounds = np.cumsum([0, *cards])
@@ -242,10 +239,18 @@ def _warn_unique_best(fit: RegressionResult, separate) -> None:
                       "one; raise restarts", stacklevel=6)
 
 
+def _profile_order(target: np.ndarray, own: np.ndarray) -> np.ndarray:
+    """The order of ``own``'s classes (rows: item profiles) that matches ``target``'s: the
+    assignment of least summed squared difference (Hungarian algorithm)."""
+    from scipy.optimize import linear_sum_assignment
+
+    cost = ((target[:, None, :] - own[None, :, :]) ** 2).sum(axis=2)
+    return linear_sum_assignment(cost)[1]
+
+
 def _aligned(fit: RegressionResult, layout: GroupLayout, reference) -> RegressionResult:
     """``fit`` with every group's classes permuted to match ``reference``'s by item profile
     (module docstring)."""
-    from scipy.optimize import linear_sum_assignment
 
     k = int(fit.structure.n_classes or 1)
     design = np.eye(len(layout.levels))
@@ -260,9 +265,7 @@ def _aligned(fit: RegressionResult, layout: GroupLayout, reference) -> Regressio
     target = profile(reference)
     params = dict(fit.params)
     for g, level in enumerate(layout.levels):
-        own = profile(level)
-        cost = ((target[:, None, :] - own[None, :, :]) ** 2).sum(axis=2)
-        order = linear_sum_assignment(cost)[1]
+        order = _profile_order(target, profile(level))
         for item in layout.items:
             params[layout.column(item, level)] = fit.params[layout.column(item, level)][order]
         prevalence[g] = prevalence[g][order]
