@@ -251,7 +251,6 @@ def _profile_order(target: np.ndarray, own: np.ndarray) -> np.ndarray:
 def _aligned(fit: RegressionResult, layout: GroupLayout, reference) -> RegressionResult:
     """``fit`` with every group's classes permuted to match ``reference``'s by item profile
     (module docstring)."""
-
     k = int(fit.structure.n_classes or 1)
     design = np.eye(len(layout.levels))
     design[:, 0] = 1.0                       # intercept, then one indicator per later level
