@@ -23,36 +23,60 @@ A structure file is JSON: ``{"kind": "hlc", "tree": {...}, "cardinalities": {...
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import re
 import sys
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 
 from .._version import __version__
 from ..errors import LcbayesError
-from . import compare, datasets, demo, fit, learn, rjmcmc
 from .interrupt import exit_on_interrupt, leave
 from .parser import Parser
 
-__all__ = ["main"]
+__all__ = ["COMMANDS", "main"]
+
+#: The subcommands in the order ``lcbayes --help`` lists them, each with its line there. The
+#: module of one (``lcbayes.cli.NAME``, with ``add_arguments(parser)`` and ``run(args)``) is
+#: imported only when it is the one that runs, so that ``lcbayes --help``, ``--version`` and
+#: ``lcbayes datasets`` start without JAX and ``fit`` without the comparison layer.
+COMMANDS: dict[str, str] = {
+    "fit": "fit one model (EM, VBEM, AIS or exact evidence) and print its estimates and scores",
+    "compare": "compare numbers of classes (and other structures) by every method",
+    "rjmcmc": "posterior over the number of classes by reversible-jump MCMC",
+    "learn": "search for the number of latent classes (split/merge with parameter reuse)",
+    "demo": "simulate a 3-class data set, compare 1-5 classes, write reports",
+    "datasets": "list the shipped classic data sets, or write one as CSV",
+}
 
 
-def _parser() -> Parser:
+def _parser(commands: Collection[str] | None = None) -> Parser:
+    """The command's parser with the arguments of the subcommands in ``commands`` (all of
+    them when None); the others are listed by name and line only."""
     parser = Parser(
         prog="lcbayes",
         description="Bayesian model comparison for latent class and other hidden-variable models.",
     )
     parser.add_argument("--version", action="version", version=f"lcbayes {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (fit, compare, rjmcmc, learn, demo, datasets):
-        command.add_parser(sub)
+    for name, line in COMMANDS.items():
+        command = sub.add_parser(name, help=line)
+        if commands is None or name in commands:
+            importlib.import_module(f"{__name__}.{name}").add_arguments(command)
     return parser
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names: its first word that is not an option (the command
+    itself has only ``--help`` and ``--version``, which take no value)."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lcbayes`` console script; returns the exit status."""
-    parser = _parser()
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = _parser([name for name in [_command(words)] if name in COMMANDS])
     parser.words = None if argv is None else list(argv)
     args = parser.parse_args(argv)
     with exit_on_interrupt(), warnings.catch_warnings(record=True) as caught:

@@ -12,11 +12,13 @@ import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..constructors import dag, hlc
-from ..data import DEFAULT_MAX_CATEGORIES, Dataset
 from ..errors import LcbayesError
-from ..structure import Structure
+
+if TYPE_CHECKING:   # ``lcbayes datasets`` and ``--help`` import neither pandas nor JAX
+    from ..data import Dataset
+    from ..structure import Structure
 
 __all__ = ["UsageError", "add_data_arguments", "add_engine_option_argument",
            "add_executor_arguments", "check_classes", "check_output", "default", "engine_options",
@@ -100,6 +102,8 @@ def parse_engine_options(items: list[str]) -> dict[str, dict]:
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """The data file, ``--columns`` and ``--max-categories`` of every data subcommand."""
+    from ..data import DEFAULT_MAX_CATEGORIES
+
     parser.add_argument("data", help="CSV file with a header row, one column per categorical "
                                      "item (gzip, bzip2, xz or zip compressed, or an .xlsx "
                                      "workbook); - reads standard input")
@@ -139,6 +143,8 @@ def read_data(args: argparse.Namespace) -> Dataset:
     """The data file restricted to ``--columns``: a CSV file read whole, or (``--chunk-rows``,
     a Parquet file) read in chunks by :func:`lcbayes.scan_file` into the pattern form of
     :meth:`Dataset.from_patterns`, the same data set without its rows in memory."""
+    from ..data import Dataset
+
     columns = None
     if args.columns is not None:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]
@@ -174,6 +180,8 @@ def check_classes(ks: list[int], data: Dataset) -> None:
 def structure_file(path: str, data: Dataset) -> Structure:
     """The HLC or DAG structure described by a JSON file (``{"kind": "hlc", "tree": ...,
     "cardinalities": ...}`` or ``{"kind": "dag", "parents": ..., "hidden": ...}``)."""
+    from ..constructors import dag, hlc
+
     try:
         spec = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:

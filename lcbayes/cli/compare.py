@@ -36,17 +36,16 @@ from .fit_covariates import read_columns
 from .fit_groups import add_arguments as add_group_arguments
 from .fit_groups import run_compare_groups
 
-__all__ = ["add_parser", "parse_classes", "run", "write_reports"]
+__all__ = ["add_arguments", "parse_classes", "run", "write_reports"]
 
 #: ``--exact`` as compare's ``exact=``.
 _EXACT: dict[str, bool | Literal["auto"]] = {"auto": "auto", "yes": True, "no": False}
 
 
-def add_parser(sub) -> None:
-    """The ``compare`` subcommand."""
-    cmp = sub.add_parser(
-        "compare", help="compare numbers of classes (and other structures) by every method",
-        description="Score candidate models by BIC, BIC_e, AIC, ICL, Cheeseman-Stutz, VBEM, "
+def add_arguments(cmp: argparse.ArgumentParser) -> None:
+    """The arguments of ``lcbayes compare`` (its line in ``lcbayes --help`` is in
+    :data:`lcbayes.cli.COMMANDS`)."""
+    cmp.description = ("Score candidate models by BIC, BIC_e, AIC, ICL, Cheeseman-Stutz, VBEM, "
                     "SMC with bridge sampling (or AIS) and (small problems) the exact "
                     "evidence; print a table with log "
                     "evidences, posterior model probabilities, Bayes factors and diagnostic "

@@ -10,14 +10,13 @@ import sys
 from .. import datasets
 from .common import UsageError, check_output
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_arguments", "run"]
 
 
-def add_parser(sub) -> None:
-    """The ``datasets`` subcommand."""
-    parser = sub.add_parser(
-        "datasets", help="list the shipped classic data sets, or write one as CSV",
-        description="Without NAME: one line per shipped data set (name, size, what it is, "
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``lcbayes datasets`` (its line in ``lcbayes --help`` is in
+    :data:`lcbayes.cli.COMMANDS`)."""
+    parser.description = ("Without NAME: one line per shipped data set (name, size, what it is, "
                     "source). With NAME: the data set as CSV, every column, one row per "
                     "respondent, missing values empty.")
     parser.add_argument("name", nargs="?", default=None,

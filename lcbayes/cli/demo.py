@@ -20,7 +20,7 @@ from ..render import write_text
 from .common import UsageError, check_output
 from .compare import write_reports
 
-__all__ = ["DEMO_PROFILES", "DEMO_ROWS", "DEMO_SETTINGS", "DEMO_SHARES", "add_parser",
+__all__ = ["DEMO_PROFILES", "DEMO_ROWS", "DEMO_SETTINGS", "DEMO_SHARES", "add_arguments",
            "demo_data", "demo_description", "run"]
 
 #: Demo data: class shares of the three true classes.
@@ -41,11 +41,10 @@ DEMO_SETTINGS: dict[str, Any] = {
     "time_limit": 120.0}
 
 
-def add_parser(sub) -> None:
-    """The ``demo`` subcommand."""
-    demo = sub.add_parser(
-        "demo", help="simulate a 3-class data set, compare 1-5 classes, write reports",
-        description=demo_description())
+def add_arguments(demo: argparse.ArgumentParser) -> None:
+    """The arguments of ``lcbayes demo`` (its line in ``lcbayes --help`` is in
+    :data:`lcbayes.cli.COMMANDS`)."""
+    demo.description = (demo_description())
     demo.add_argument("--out", default="reports", help="output folder (default reports)")
     demo.add_argument("--seed", type=int, default=0, help="seed of data and methods (default 0)")
     demo.set_defaults(handler=run)

@@ -47,7 +47,7 @@ from .fit_covariates import run_covariates, uses_covariates
 from .fit_groups import add_arguments as add_group_arguments
 from .fit_groups import run_fit_groups
 
-__all__ = ["PROGRESS_RESTARTS", "add_parser", "run"]
+__all__ = ["PROGRESS_RESTARTS", "add_arguments", "run"]
 
 #: ``fit`` shows a progress bar over EM's restarts from this many on (below, a fit takes a
 #: second or two).
@@ -64,10 +64,9 @@ OPTION_METHODS = {
 }
 
 
-def add_parser(sub) -> None:
-    """The ``fit`` subcommand."""
-    fit = sub.add_parser("fit", help="fit one model (EM, VBEM, AIS or exact evidence) and "
-                                     "print its estimates and scores")
+def add_arguments(fit: argparse.ArgumentParser) -> None:
+    """The arguments of ``lcbayes fit`` (its line in ``lcbayes --help`` is in
+    :data:`lcbayes.cli.COMMANDS`)."""
     add_data_arguments(fit)
     fit.add_argument("--n-classes", type=int, help="number of latent classes (latent class model)")
     fit.add_argument("--structure", help="JSON file describing an HLC or DAG structure instead")

@@ -34,15 +34,13 @@ from .common import (
     read_data,
 )
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_arguments", "run"]
 
 
-def add_parser(sub) -> None:
-    """The ``learn`` subcommand."""
-    cmd = sub.add_parser(
-        "learn", help="search for the number of latent classes (split/merge with parameter "
-                      "reuse)",
-        description="Find the number of latent classes that maximises a score by growing and "
+def add_arguments(cmd: argparse.ArgumentParser) -> None:
+    """The arguments of ``lcbayes learn`` (its line in ``lcbayes --help`` is in
+    :data:`lcbayes.cli.COMMANDS`)."""
+    cmd.description = ("Find the number of latent classes that maximises a score by growing and "
                     "shrinking models with parameter reuse (SplitMerge; Karciauskas 2005), or "
                     "by random restarts (standard3, fixed).")
     add_data_arguments(cmd)

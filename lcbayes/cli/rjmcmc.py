@@ -78,17 +78,16 @@ if TYPE_CHECKING:
     from ..samplers.diagnostics import DiagnosticsResult
     from ..samplers.results import RJMCMCResult
 
-__all__ = ["SAMPLERS", "add_parser", "rjmcmc_summary", "run"]
+__all__ = ["SAMPLERS", "add_arguments", "rjmcmc_summary", "run"]
 
 #: The samplers of ``--method``.
 SAMPLERS = {"rjmcmc": rjmcmc, "allocation": allocation_sampler}
 
 
-def add_parser(sub) -> None:
-    """The ``rjmcmc`` subcommand."""
-    rj = sub.add_parser(
-        "rjmcmc", help="posterior over the number of classes by reversible-jump MCMC",
-        description="Sample the number of classes K = 1..MAX_CLASSES and the parameters of a "
+def add_arguments(rj: argparse.ArgumentParser) -> None:
+    """The arguments of ``lcbayes rjmcmc`` (its line in ``lcbayes --help`` is in
+    :data:`lcbayes.cli.COMMANDS`)."""
+    rj.description = ("Sample the number of classes K = 1..MAX_CLASSES and the parameters of a "
                     "latent class model by reversible jump (Gibbs updates, split/merge and "
                     "birth/death moves; Dirichlet(1) priors unless --prior), relabel the draws "
                     "with the most visited K and print the posterior of K, the acceptance "

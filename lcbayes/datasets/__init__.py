@@ -23,12 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from ..data import Dataset
 from ..errors import ArgumentError
-from ..render import write_text
+
+if TYPE_CHECKING:   # listing the data sets imports neither pandas nor the data layer
+    import pandas as pd
+
+    from ..data import Dataset
 
 __all__ = ["SETS", "DatasetInfo", "frame", "info", "load", "names", "write_csv"]
 
@@ -139,6 +141,8 @@ def info(name: str) -> DatasetInfo:
 def frame(name: str) -> pd.DataFrame:
     """Data set ``name`` as a DataFrame: one row per respondent, every column, missing values
     as NaN, in the order of the published table."""
+    import pandas as pd
+
     info(name)
     with resources.files(__name__).joinpath(f"{name}.csv").open("r", encoding="utf-8") as f:
         table = pd.read_csv(f)
@@ -148,6 +152,8 @@ def frame(name: str) -> pd.DataFrame:
 def load(name: str, columns: list[str] | tuple[str, ...] | None = None) -> Dataset:
     """Data set ``name`` as a :class:`~lcbayes.Dataset` of ``columns`` (default its items,
     :attr:`DatasetInfo.items`)."""
+    from ..data import Dataset
+
     described = info(name)
     return Dataset.from_pandas(frame(name), columns=list(columns or described.items))
 
@@ -155,4 +161,6 @@ def load(name: str, columns: list[str] | tuple[str, ...] | None = None) -> Datas
 def write_csv(name: str, path: str | Path) -> Path:
     """Write data set ``name`` (every column, one row per respondent, missing values empty) as
     a CSV file at ``path``; returns the path."""
+    from ..render import write_text
+
     return write_text(path, frame(name).to_csv(index=False))
