@@ -91,10 +91,13 @@ def _log_beta_rows(a: jax.Array, shapes, active=None) -> jax.Array:
     return _row_sum(terms, shapes) - lg[a.size:]
 
 
+@jax.jit
 def complete_data_log_evidence(counts, alphas, weights=None) -> jax.Array:
     """``ln p(z | m)`` for complete-data counts ``N`` under Dirichlet priors ``lambda``
     (Beal & Ghahramani eq. 5): ``sum_rows [ln B(lambda + N) - ln B(lambda)]``, where
-    ``B`` is the multivariate Beta function. Fractional counts are allowed (eq. 28)."""
+    ``B`` is the multivariate Beta function. Fractional counts are allowed (eq. 28).
+    One program per set of table shapes (a result's scores call it outside any ``jit``,
+    where op-by-op dispatch would compile each of its operations on its own)."""
     shapes = _shapes(alphas)
     lam = flat.flatten(alphas)
     per_row = (_log_beta_rows(lam + flat.flatten(counts), shapes)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
-from jax.scipy.special import xlogy
+from scipy.special import xlogy
 
 from .. import scores
 from ..alias import log_alias
@@ -163,8 +163,8 @@ class EMResult(PenalisedScores, RunRecord):
     def bicp(self) -> float:
         """``bic + ln p(theta_hat | m)``, the Dirichlet log density (simplex basis) of the
         estimate under :attr:`score_prior` (Beal & Ghahramani §4.1)."""
-        tables = to_tables(self.structure, self.params)
-        priors = to_tables(self.structure, self.score_prior)
+        tables = to_tables(self.structure, self.params, xp=np)
+        priors = to_tables(self.structure, self.score_prior, xp=np)
         return scores.bicp(self.loglik, self.n_parameters, self.n_observed_rows,
                            dirichlet_log_density(tables, priors))
 
@@ -174,9 +174,9 @@ class EMResult(PenalisedScores, RunRecord):
         theta_hat) - ln p(s_hat, y | theta_hat)`` with the fractional completion of the E step
         at the estimate and the Dirichlet :attr:`score_prior`; a lower bound on the log evidence
         (their Theorem 6.1), without the alias correction."""
-        counts = to_tables(self.structure, self.expected_counts)
-        tables = to_tables(self.structure, self.params)
-        priors = to_tables(self.structure, self.score_prior)
+        counts = to_tables(self.structure, self.expected_counts, xp=np)
+        tables = to_tables(self.structure, self.params, xp=np)
+        priors = to_tables(self.structure, self.score_prior, xp=np)
         complete_loglik = sum(float(xlogy(n, t).sum()) for n, t in zip(counts, tables,
                                                                         strict=True))
         evidence = float(complete_data_log_evidence(counts, priors))
