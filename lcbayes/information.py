@@ -77,6 +77,7 @@ from .errors import ArgumentError
 from .inference import flat as flat_tables
 from .inference import log_marginal, prepare
 from .params import config_labels, from_tables, probability_tables, to_tables
+from .program_cache import cached_jit
 from .structure import Structure
 from .validation import check_choice, check_structure, data_for
 
@@ -132,7 +133,7 @@ def _beta_at(structure: Structure, tables) -> np.ndarray:
     return (logs - logs[first[rows]])[_free_positions(structure)]
 
 
-@partial(jax.jit, static_argnames=("structure", "forward"))
+@partial(cached_jit, static_argnames=("structure", "forward"))
 def _scores(structure: Structure, beta, positions, patterns, forward: bool):
     """``(P, D)`` per-pattern scores ``d ln p(y_p) / d beta`` and the probabilities' ``(T, D)``
     Jacobian ``dp / d beta``."""
@@ -148,7 +149,7 @@ def _scores(structure: Structure, beta, positions, patterns, forward: bool):
     return jac(per_pattern)(beta), probs(beta)
 
 
-@partial(jax.jit, static_argnames=("structure",))
+@partial(cached_jit, static_argnames=("structure",))
 def _hessian(structure: Structure, beta, positions, patterns, counts):
     """``(D, D)`` Hessian of ``sum_p n_p ln p(y_p)`` in the free basis and its ``(D,)``
     gradient."""

@@ -321,7 +321,7 @@ def _compare(data: Dataset, candidates, n_classes, *, methods: tuple[str, ...], 
         raise LcbayesError("covariates and distal need latent class candidates (n_classes=...)")
     data = structures[0].check_data(data)
     needed = _needed(methods, exact)
-    options = resolve_options(engine_options, needed)
+    options = resolve_options(engine_options, needed, data.n_observed_rows)
     show = sys.stderr.isatty() if progress is None else bool(progress)
     sizes = [st.n_classes for st in structures if st.n_classes is not None]
     pad_classes = max(sizes) if len(set(sizes)) > 1 else None

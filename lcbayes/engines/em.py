@@ -183,7 +183,7 @@ def em_restarts(structure: Structure, data, *, restarts: int, seed: Seed = 0,
     return run_restarts(run, starts, max_iter, None, 1)[0]
 
 
-@partial(jax.jit, static_argnums=0)
+@partial(cached_jit, static_argnames=("structure",))
 def _final_e_step(structure: Structure, tables, patterns, weights):
     """The E step at the fitted tables, their logs taken inside the compiled program."""
     return e_step(structure, _log(tables), patterns, weights)
