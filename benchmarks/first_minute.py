@@ -1,153 +1,218 @@
-"""The first minute of a new user, timed (issue "the first minute"): each figure is a fresh
-process, as a user starts one, and every timing the README states is here.
+"""The everyday path timed as a new user meets it, beside StepMix in the same run (issue 46).
 
-* ``import lcbayes`` and ``lcbayes --help``;
-* the first ``lcb.em`` call in a fresh process (compilation included), cold and warm cache;
-* ``lcbayes fit carcinoma.csv --n-classes 3``, warm compilation cache;
-* ``lcbayes compare carcinoma.csv --n-classes 1-5 --methods bic,vbem,ais``, cold and warm, with
-  the AIS standard errors and ``P(K = 3)``;
-* ``lcbayes compare carcinoma.csv --n-classes 1-5`` (the default methods: the SMC route), warm,
-  with ``P(K = 3)`` (target 0.84-0.88: RJMCMC, the allocation sampler and long AIS runs agree
-  on about 0.855), and the same comparison repeated inside one Python process;
-* ``lcbayes demo``, warm (``--skip-demo`` leaves it out).
+Every step but the last two is a fresh process, as a user starts one, with its wall time, its
+CPU time (user + system, from the operating system's account of the child) and its peak
+resident memory:
+
+* ``lcbayes --help``, ``lcbayes --version`` and ``lcbayes datasets``;
+* ``lcbayes fit carcinoma.csv --n-classes 3``: the first run on a new machine (an empty
+  compilation cache) and, warm, ``--repeat`` runs paired with a StepMix 3 script that fits the
+  same model from 10 starts (StepMix's own reader and defaults; installed by the ``bench``
+  extra), run alternately so that both see the same machine; the ratio is lcbayes' CPU over
+  StepMix's, the median of the pairs;
+* ``lcbayes compare carcinoma.csv --n-classes 1-5`` (the default evidence), first run and warm,
+  with ``P(LC(3))`` (target 0.84-0.88: RJMCMC, the allocation sampler and long AIS runs agree on
+  about 0.855);
+* in one Python process: ``lcb.em`` on new data of a shape already fitted (the same patterns
+  with other counts), and ``lcb.compare`` repeated;
+* ``lcbayes demo``, warm (left out with ``--skip-demo``).
+
+The children run without ``PYTHONDONTWRITEBYTECODE`` (an installed package has its bytecode
+compiled, so a user's process does not compile Python source). It asserts nothing; ``--write
+FILE`` also writes the table as Markdown (``reports/first-minute.md``).
 
 Usage::
 
-    python benchmarks/first_minute.py [--data FILE.csv] [--repeat 3] [--skip-demo]
-
-The data default to carcinoma as ``lcb.datasets`` ships it. Every warm step runs ``--repeat``
-times and prints the fastest and slowest. It prints a table of seconds beside the targets and
-asserts nothing. A cold run uses an empty compilation cache folder; a warm run the same folder
-again.
+    python benchmarks/first_minute.py [--repeat 5] [--skip-demo] [--write reports/first-minute.md]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
-import math
 import os
+import platform
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-IN_PROCESS_COMPARE = """
-import time
-import lcbayes as lcb
-data = lcb.Dataset.from_csv({path!r})
-lcb.compare(data, n_classes=range(1, 6), seed=0)
-seconds = []
-for _ in range({repeat}):
-    t = time.perf_counter()
-    lcb.compare(data, n_classes=range(1, 6), seed=0)
-    seconds.append(time.perf_counter() - t)
-print(min(seconds), max(seconds))
+STEPMIX_FIT = """
+import sys
+import pandas as pd
+from stepmix.stepmix import StepMix
+frame = pd.read_csv(sys.argv[1])
+model = StepMix(n_components=3, measurement="binary", n_init=10, random_state=0, verbose=0,
+                progress_bar=0)
+model.fit(frame - frame.min())
+print(model.score(frame - frame.min()) * len(frame))
 """
 
-FIRST_EM = """
-import time; t = time.perf_counter()
+IN_PROCESS = """
+import json, time
+import numpy as np
 import lcbayes as lcb
 data = lcb.Dataset.from_csv({path!r})
 lcb.em(lcb.latent_class(data, 3), data, seed=0)
-print(time.perf_counter() - t)
+# new data of the same shape: every pattern of the data once, the other rows drawn again
+rng = np.random.default_rng(1)
+first = np.unique(data.codes, axis=0, return_index=True)[1]
+rest = rng.choice(data.n_rows, data.n_rows - first.size)
+other = lcb.Dataset(codes=data.codes[np.concatenate([first, rest])], columns=data.columns,
+                    labels=data.labels)
+em = []
+for seed in range({repeat}):
+    t = time.perf_counter()
+    lcb.em(lcb.latent_class(other, 3), other, seed=seed)
+    em.append(time.perf_counter() - t)
+lcb.compare(data, n_classes=range(1, 6), seed=0)
+compare = []
+for _ in range({repeat}):
+    t = time.perf_counter()
+    lcb.compare(data, n_classes=range(1, 6), seed=0)
+    compare.append(time.perf_counter() - t)
+print(json.dumps({{"em": em, "compare": compare}}))
 """
 
 
-def timed(argv: list[str], cache: Path, **kwargs) -> tuple[float, str]:
-    """Seconds and stdout of ``argv`` in a fresh process with the cache folder ``cache``."""
-    env = {**os.environ, "LCBAYES_CACHE_DIR": str(cache)}
-    start = time.perf_counter()
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, **kwargs)
-    seconds = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed:\n{proc.stderr}")
-    return seconds, proc.stdout
+@dataclass
+class Run:
+    wall: float
+    cpu: float
+    peak_mb: float
+    stdout: str
 
 
-def ais_posterior(result: dict) -> dict[str, float]:
-    """``P(K)`` under a uniform prior over the candidates, from their AIS log evidences."""
-    rows = {row["name"]: row["ais"] for row in result["rows"]}
-    top = max(rows.values())
-    weights = {name: math.exp(v - top) for name, v in rows.items()}
-    total = sum(weights.values())
-    return {name: w / total for name, w in weights.items()}
+def run(argv: list[str], cache: Path) -> Run:
+    """``argv`` in a fresh process with the compilation cache folder ``cache``."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["LCBAYES_CACHE_DIR"] = str(cache)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{err.read()}")
+        return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out.read())
 
 
-def spread(values: list[float]) -> str:
-    """``min-max`` seconds."""
-    return f"{min(values):.2f}-{max(values):.2f}"
+def spread(values: list[float], digits: int = 2) -> str:
+    """``min-max`` (one value alone)."""
+    low, high = min(values), max(values)
+    return f"{low:.{digits}f}" if f"{low:.{digits}f}" == f"{high:.{digits}f}" \
+        else f"{low:.{digits}f}-{high:.{digits}f}"
+
+
+def stepmix_installed() -> bool:
+    try:
+        import stepmix  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=None,
-                        help="a CSV file (default: carcinoma from lcb.datasets)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of every warm step")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of every warm step")
     parser.add_argument("--skip-demo", action="store_true")
+    parser.add_argument("--write", type=Path, default=None, help="also write a Markdown report")
     args = parser.parse_args()
     py = sys.executable
-    cli = [py, "-m", "lcbayes.cli"]
-    rows: list[tuple[str, str, str]] = []
+    cli = [py, "-m", "lcbayes"]
+    rows: list[tuple[str, str, str]] = []   # (step, measured, target)
+    notes: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
-        if args.data is None:
-            import lcbayes as lcb
+        import lcbayes as lcb
 
-            args.data = lcb.datasets.write_csv("carcinoma", Path(tmp) / "carcinoma.csv")
-        if not args.data.is_file():
-            raise SystemExit(f"no data file {args.data} (give --data)")
-        path = str(args.data)
+        path = str(lcb.datasets.write_csv("carcinoma", Path(tmp) / "carcinoma.csv"))
         cache = Path(tmp) / "cache"
 
-        def warm(name: str, argv: list[str], target: str) -> str:
-            runs = [timed(argv, cache) for _ in range(args.repeat)]
-            rows.append((name, spread([r[0] for r in runs]), target))
-            return runs[-1][1]
+        def repeated(argv: list[str]) -> list[Run]:
+            return [run(argv, cache) for _ in range(args.repeat)]
 
-        warm("import lcbayes", [py, "-c", "import lcbayes"], "< 0.5")
-        warm("lcbayes --help", [*cli, "--help"], "")
-        first = float(timed([py, "-c", FIRST_EM.format(path=path)], cache)[1])
-        rows.append(("first lcb.em call, cold cache (in-process)", f"{first:.2f}", ""))
-        firsts = [float(timed([py, "-c", FIRST_EM.format(path=path)], cache)[1])
-                  for _ in range(args.repeat)]
-        rows.append(("first lcb.em call, warm cache (in-process)", spread(firsts), ""))
+        for words in (["--help"], ["--version"], ["datasets"]):
+            runs = repeated([*cli, *words])
+            rows.append((f"`lcbayes {' '.join(words)}` (s)", spread([r.wall for r in runs]),
+                         "< 0.5"))
         fit = [*cli, "fit", path, "--n-classes", "3"]
-        timed(fit, cache)  # its standard errors and output compile programs of their own
-        warm("fit --n-classes 3, warm", fit, "< 2")
-        ais = [*cli, "compare", path, "--n-classes", "1-5", "--methods", "bic,vbem,ais", "--json"]
+        first = run(fit, cache)
+        rows.append(("`fit --n-classes 3`, first run, empty cache (s)", f"{first.wall:.2f}",
+                     "< 4"))
+        run(fit, cache)
+        pairs: list[tuple[Run, Run | None]] = []
+        with_stepmix = stepmix_installed()
+        for _ in range(args.repeat):
+            ours = run(fit, cache)
+            theirs = run([py, "-c", STEPMIX_FIT, path], cache) if with_stepmix else None
+            pairs.append((ours, theirs))
+        rows.append(("`fit --n-classes 3`, warm, wall (s)",
+                     spread([p[0].wall for p in pairs]), "< 1.5"))
+        rows.append(("`fit --n-classes 3`, warm, CPU (s)", spread([p[0].cpu for p in pairs]), ""))
+        if with_stepmix:
+            rows.append(("StepMix 3 script (10 starts), CPU (s)",
+                         spread([p[1].cpu for p in pairs if p[1]]), ""))
+            ratio = statistics.median(p[0].cpu / p[1].cpu for p in pairs if p[1])
+            rows.append(("fit CPU / StepMix CPU (median of pairs)", f"{ratio:.2f}x", "<= 0.8x"))
+        else:
+            notes.append("StepMix is not installed (`pip install -e .[bench]`): no ratio.")
+        compare = [*cli, "compare", path, "--n-classes", "1-5", "--json"]
         fresh = Path(tmp) / "fresh"
-        rows.append(("compare 1-5 bic,vbem,ais, cold", f"{timed(ais, fresh)[0]:.2f}", "< 15"))
-        runs = [timed(ais, fresh) for _ in range(args.repeat)]
-        rows.append(("compare 1-5 bic,vbem,ais, warm", spread([r[0] for r in runs]), "< 5"))
-        ais_out = json.loads(runs[-1][1])
-        default = [*cli, "compare", path, "--n-classes", "1-5", "--json"]
-        timed(default, cache)
-        default_out = json.loads(warm("compare 1-5 (default: SMC route), warm", default,
-                                      "< 5"))
-        script = IN_PROCESS_COMPARE.format(path=path, repeat=args.repeat)
-        low, high = timed([py, "-c", script], cache)[1].split()
-        rows.append(("the same, repeated in one process", f"{float(low):.2f}-{float(high):.2f}",
-                     ""))
+        cold = run(compare, fresh)
+        rows.append(("`compare --n-classes 1-5`, first run, empty cache (s)",
+                     f"{cold.wall:.2f}", "< 20"))
+        warm = [run(compare, fresh) for _ in range(max(2, args.repeat // 2))]
+        rows.append(("`compare --n-classes 1-5`, warm (s)", spread([r.wall for r in warm]),
+                     "< 5"))
+        rows.append(("`compare --n-classes 1-5`, warm, peak memory (MB)",
+                     spread([r.peak_mb for r in warm], 0), "< 500"))
+        result = json.loads(warm[-1].stdout)
+        p3 = {r["name"]: r["posterior_prob"] for r in result["rows"]}["LC(3)"]
+        rows.append(("`compare`: P(LC(3))", f"{p3:.3f}", "0.84-0.88"))
+        inside = json.loads(run([py, "-c", IN_PROCESS.format(path=path, repeat=args.repeat)],
+                                fresh).stdout)
+        rows.append(("one process: `lcb.em` on new data of a seen shape (ms)",
+                     spread([1000 * s for s in inside["em"]], 0), "< 50"))
+        rows.append(("one process: `lcb.compare` repeated (s)", spread(inside["compare"]),
+                     "< 2"))
         if not args.skip_demo:
             demo = [*cli, "demo", "--out", str(Path(tmp) / "demo")]
-            timed(demo, cache)
-            warm("demo, warm", demo, "")
-    width = max(len(r[0]) for r in rows)
-    print(f"{'step':{width}}  {'seconds':>11}  target")
-    for name, seconds, target in rows:
-        print(f"{name:{width}}  {seconds:>11}  {target}")
-    print("\nAIS route (--methods bic,vbem,ais):")
-    probabilities = ais_posterior(ais_out)
-    for row in ais_out["rows"]:
-        print(f"  {row['name']}: ln p(y) = {row['ais']:.3f} +/- {row['ais_stderr']:.3f} "
-              f"(ESS {row['ais_ess']:.1f}), P = {probabilities[row['name']]:.3f}")
-    print("\nDefault route (SMC with bridge sampling):")
-    for row in default_out["rows"]:
-        print(f"  {row['name']}: ln p(y) = {row['log_evidence']:.3f} +/- "
-              f"{row['log_evidence_stderr']:.3f} ({row['evidence_method']}), "
-              f"P = {row['posterior_prob']:.3f}")
-    print("  target: P(LC(3)) 0.84-0.88")
+            run(demo, cache)
+            rows.append(("`lcbayes demo`, warm (s)", spread([r.wall for r in repeated(demo)]),
+                         ""))
+    table = ["| step | measured | target |", "|---|---|---|",
+             *(f"| {a} | {b} | {c} |" for a, b, c in rows)]
+    evidence = ["| model | ln p(y) | s.e. | from | P |", "|---|---|---|---|---|",
+                *(f"| {r['name']} | {r['log_evidence']:.3f} | {r['log_evidence_stderr']:.3f} "
+                  f"| {r['evidence_method']} | {r['posterior_prob']:.3f} |"
+                  for r in result["rows"])]
+    header = (f"{datetime.date.today()}, {os.cpu_count()} CPU cores, Python "
+              f"{platform.python_version()}, lcbayes {lcb.__version__}; warm steps "
+              f"{args.repeat} runs each (min-max)")
+    text = "\n".join([header, "", *table, "", "The warm comparison's evidence:", "", *evidence,
+                      *([""] + notes if notes else [])])
+    print(text)
+    if args.write is not None:
+        args.write.write_text(REPORT.format(body=text, command=" ".join(
+            ["python benchmarks/first_minute.py", *sys.argv[1:]])))
+
+
+REPORT = """# The everyday path: timings beside StepMix
+
+Written by `{command}`. Every step but the two "one process" rows is a fresh process, as a user
+starts one; "warm" means the compilation cache already filled by an earlier run, "first run"
+an empty one. CPU is user plus system time of the process; StepMix runs the same model (3
+classes, 10 starts) from a script, alternately with lcbayes.
+
+{body}
+"""
 
 
 if __name__ == "__main__":
