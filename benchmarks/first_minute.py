@@ -197,7 +197,7 @@ def main() -> None:
               f"{platform.python_version()}, lcbayes {lcb.__version__}; warm steps "
               f"{args.repeat} runs each (min-max)")
     text = "\n".join([header, "", *table, "", "The warm comparison's evidence:", "", *evidence,
-                      *([""] + notes if notes else [])])
+                      *(["", *notes] if notes else [])])
     print(text)
     if args.write is not None:
         args.write.write_text(REPORT.format(body=text, command=" ".join(

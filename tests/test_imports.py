@@ -68,3 +68,38 @@ def test_printing_a_comparison_loads_neither_matplotlib_nor_scipy_stats():
         "text = c.summary(); "
         "print(json.dumps([m for m in ('matplotlib', 'scipy.stats') if m in sys.modules]))")
     assert loaded == []
+
+
+@pytest.mark.parametrize("words", [["--help"], ["--version"], ["datasets"]])
+def test_help_version_and_datasets_load_neither_jax_nor_pandas(words):
+    loaded = _loaded_after(
+        "import contextlib, io, json, sys; from lcbayes.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        f"        main({words!r})\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
+    assert not {"jax", "pandas", "numpy"} & set(loaded), loaded
+
+
+def test_a_subcommand_loads_only_its_own_module():
+    loaded = _loaded_after(
+        "import json, sys; from lcbayes.cli import _parser; _parser(['fit']); "
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('lcbayes.'))))")
+    assert "lcbayes.cli.fit" in loaded
+    assert not {"lcbayes.cli.compare", "lcbayes.cli.rjmcmc", "lcbayes.comparison",
+                "lcbayes.samplers"} & set(loaded)
+
+
+def test_the_listed_subcommands_are_the_parsers_and_each_runs_its_module():
+    import argparse
+
+    from lcbayes.cli import COMMANDS, _parser
+
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(sub.choices) == list(COMMANDS)
+    for name, parser in sub.choices.items():
+        handler = parser.get_default("handler")
+        assert handler.__module__ == f"lcbayes.cli.{name}"
+        assert parser.format_help()  # every option's help renders
