@@ -19,14 +19,20 @@ from .cache import enable_default_cache
 jax.config.update("jax_enable_x64", True)
 enable_default_cache()
 
-__all__ = ["QUICK_COMPILE", "on_device"]
+__all__ = ["QUICK_COMPILE", "QUICK_COMPILE_PATTERNS", "on_device"]
 
 #: Per-program compiler options (``jax.jit(..., compiler_options=QUICK_COMPILE)``) for long
 #: sampling loops on small problems, where compiling costs more than running: XLA's backend
 #: optimisation level 1 instead of 3 compiles in half the time to two thirds of it and runs as
-#: fast on a few dozen patterns (AIS: :data:`lcbayes.engines.ais.QUICK_COMPILE_PATTERNS`; the
-#: allocation sampler); level 0 runs 2.5-3 times slower. Nothing else changes: the same numbers.
+#: fast on a few dozen patterns (AIS and bridge sampling up to :data:`QUICK_COMPILE_PATTERNS`;
+#: the allocation sampler); level 0 runs 2.5-3 times slower. Nothing else changes: the same
+#: numbers.
 QUICK_COMPILE = {"xla_backend_optimization_level": 1}
+
+#: Up to this many data patterns the sampling loops that have two programs (AIS, bridge
+#: sampling) take the one compiled with :data:`QUICK_COMPILE`; with more patterns the run
+#: costs more than the compilation and level 3 runs faster.
+QUICK_COMPILE_PATTERNS = 256
 
 
 def on_device(x) -> jax.Array:

@@ -79,7 +79,7 @@ from ..execution import executor as open_executor
 from ..inference import Evidence, enumeration, flat, flat_log_marginal, prepare
 from ..inference.completion import sample_completion, seen_indicators
 from ..inference.tying import RowTying, pool, tie
-from ..jax_setup import QUICK_COMPILE
+from ..jax_setup import QUICK_COMPILE, QUICK_COMPILE_PATTERNS
 from ..params import PriorSpec, proper_prior_tables
 from ..progress import advance_loop_bar, loop_bar
 from ..structure import Structure
@@ -323,13 +323,11 @@ def anneal(structure: Structure, kernel: str, blocks: str, chains: int, progress
     return trace, accepted
 
 
-#: Up to this many data patterns :func:`anneal` is compiled at XLA's backend optimisation level
-#: 1 instead of 3 (:data:`lcbayes.jax_setup.QUICK_COMPILE`), where compiling costs more than
-#: running: carcinoma LC(3) (20 patterns, 16 chains x 4096 temperatures) compiled in 1.8 s
-#: instead of 2.4 s and ran in 0.47 s of CPU instead of 0.51 s, the same numbers; on the
-#: election items (1666 patterns) level 1 compiled in 1.1 s instead of 2.9 s but ran 17-30%
-#: slower (28 s of CPU).
-QUICK_COMPILE_PATTERNS = 256
+# Up to QUICK_COMPILE_PATTERNS data patterns :func:`anneal` is compiled at XLA's backend
+# optimisation level 1 instead of 3 (:data:`lcbayes.jax_setup.QUICK_COMPILE`), where
+# compiling costs more than running (measured: carcinoma LC(3), 20 patterns, compiled in
+# three quarters of the time and ran as fast; the election items, 1666 patterns, compiled in
+# a third of it but ran 17-30% slower).
 _anneal_jit = jax.jit(anneal, static_argnums=(0, 1, 2, 3, 4))
 _anneal_quick_jit = jax.jit(anneal, static_argnums=(0, 1, 2, 3, 4),
                             compiler_options=QUICK_COMPILE)

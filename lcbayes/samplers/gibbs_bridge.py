@@ -41,7 +41,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -52,7 +51,7 @@ from scipy.special import ndtri, stdtrit
 
 from ..engines.run_record import start_engine
 from ..errors import ArgumentError
-from ..jax_setup import on_device
+from ..jax_setup import QUICK_COMPILE, QUICK_COMPILE_PATTERNS, on_device
 from ..params import PriorSpec
 from ..program_cache import cached_jit
 from ..render import fmt
@@ -181,7 +180,6 @@ def _chains(key, data: LCData, prior: LCPrior, k, log_start, *, chains: int, war
     return jax.vmap(chain)(jax.random.split(key, chains))
 
 
-@partial(cached_jit, static_argnames=("chains", "warmup", "draws"))
 def _chain_draws(key, data: LCData, prior: LCPrior, k, log_starts, *, chains: int, warmup: int,
                  draws: int) -> Particles:
     """``(M, chains, draws)`` kept draws of every mode's chains (started at ``log_starts (M,
@@ -191,7 +189,6 @@ def _chain_draws(key, data: LCData, prior: LCPrior, k, log_starts, *, chains: in
         jax.random.split(key, log_starts.shape[0]), log_starts)
 
 
-@partial(cached_jit, static_argnames=("components",))
 def _strata(key, data: LCData, prior: LCPrior, k, densities: ModeDensity, first: Particles,
             post: Particles, used: jax.Array, *, components: int
             ) -> tuple[jax.Array, jax.Array]:
@@ -243,6 +240,16 @@ def _strata(key, data: LCData, prior: LCPrior, k, densities: ModeDensity, first:
     return jax.vmap(stratum)(jnp.arange(modes))
 
 
+#: The compiled chains and strata, at XLA's default optimisation level (``False``) and, for data
+#: of at most :data:`~lcbayes.jax_setup.QUICK_COMPILE_PATTERNS` patterns, compiled in about
+#: two thirds of the time at level 1 (``True``; the same numbers, as fast on so few patterns).
+_PROGRAMS = {quick: (cached_jit(_chain_draws, static_argnames=("chains", "warmup", "draws"),
+                                compiler_options=QUICK_COMPILE if quick else None),
+                     cached_jit(_strata, static_argnames=("components",),
+                                compiler_options=QUICK_COMPILE if quick else None))
+             for quick in (False, True)}
+
+
 def _run(key, data: LCData, prior: LCPrior, k: int, optima: list[Optimum], *, chains: int,
          warmup: int, draws: int, components: int) -> tuple[np.ndarray, np.ndarray]:
     """One run (module docstring): every mode's chains, its density from the first half of
@@ -254,8 +261,9 @@ def _run(key, data: LCData, prior: LCPrior, k: int, optima: list[Optimum], *, ch
     slots = prior.delta.shape[0]
     starts = on_device(np.stack([log_responsibilities(data.one_hot, data.categories, o, k,
                                                         slots) for o in optima]))
-    kept = jax.tree.map(np.asarray, _chain_draws(k_chain, data, prior, k, starts,
-                                                 chains=chains, warmup=warmup, draws=draws))
+    run_chains, run_strata = _PROGRAMS[data.one_hot.shape[0] <= QUICK_COMPILE_PATTERNS]
+    kept = jax.tree.map(np.asarray, run_chains(k_chain, data, prior, k, starts,
+                                                chains=chains, warmup=warmup, draws=draws))
     half = draws // 2
     densities = []
     for m, optimum in enumerate(optima):
@@ -269,7 +277,7 @@ def _run(key, data: LCData, prior: LCPrior, k: int, optima: list[Optimum], *, ch
                              np.asarray(prior.lam), pivot))
     stacked = ModeDensity(*(jnp.stack(parts) for parts in zip(*densities, strict=True)))
     modes = len(optima)
-    strata, shares = _strata(
+    strata, shares = run_strata(
         k_q, data, prior, k, stacked,
         jax.tree.map(lambda a: on_device(a[:, :, :half].reshape(modes, -1, *a.shape[3:])),
                      kept),
