@@ -33,7 +33,6 @@ from typing import TypedDict
 
 import numpy as np
 import pandas as pd
-from scipy.special import logsumexp
 
 from ..errors import LcbayesError, shown
 from ..render import json_value, plural
@@ -112,6 +111,7 @@ class WeightStatistics(TypedDict):
 def weight_statistics(log_weights: np.ndarray, seed: int = 0) -> WeightStatistics:
     """``log_evidence``, ``stderr`` (delta method), ``stderr_bootstrap`` and ``ess`` of the
     chains' log weights (module docstring)."""
+    from scipy.special import logsumexp  # loaded on use: `lcbayes fit` needs no SciPy
     lw = np.asarray(log_weights, dtype=np.float64)
     n = lw.size
     if not np.all(np.isfinite(lw)):

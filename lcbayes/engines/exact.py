@@ -52,13 +52,11 @@ import time
 from dataclasses import asdict, dataclass
 
 import pandas as pd
-from scipy.special import logsumexp
 
 from ..errors import StructureError
 from ..params import PriorSpec, prior_tables
 from ..structure import Structure
 from ..validation import check_positive, check_structure, observed_data
-from .exact_dp import CountTablePlan, pattern_increments, too_large_error
 
 __all__ = ["ExactEvidenceResult", "exact_evidence"]
 
@@ -141,6 +139,10 @@ def exact_evidence(
         An :class:`ExactEvidenceResult`. The evidence is that of the rows as an ordered sequence,
         ``∫ p(θ) prod_rows p(y_row | θ) dθ``, the quantity that VB bounds and AIS estimates.
     """
+    from scipy.special import logsumexp  # loaded on use: `lcbayes fit` needs no SciPy
+
+    from .exact_dp import CountTablePlan, pattern_increments, too_large_error
+
     start = time.perf_counter()
     check_structure(structure)
     max_terms = check_positive(max_terms, "max_terms")

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import digamma
 
 from ..render import json_value, plural
 from .run_record import RunRecord, arrays_from_json
@@ -71,6 +70,8 @@ class VBResult(DirichletPosterior, RunRecord):
 
     def _log_tables(self) -> tuple[np.ndarray, ...]:
         """``E[ln theta] = psi(alpha) - psi(alpha_0)`` per node, ``(q_i, r_i)``."""
+        from scipy.special import digamma  # loaded on use: `lcbayes fit` needs no SciPy
+
         s = self.structure
         out = []
         for i, name in enumerate(s.nodes):
