@@ -1,7 +1,5 @@
 """``python -m lcbayes``: the ``lcbayes`` command (:mod:`lcbayes.cli`)."""
 
-import sys
+from .cli import entry
 
-from .cli import main
-
-sys.exit(main())
+entry()

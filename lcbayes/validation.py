@@ -23,6 +23,7 @@ import warnings
 from collections.abc import Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
@@ -69,8 +70,15 @@ def check_seed(seed, name: str = "seed") -> int | jax.Array:
 
 
 def prng_key(seed: int | jax.Array) -> jax.Array:
-    """The ``jax.random`` key of a checked seed (``PRNGKey(seed)`` for an integer)."""
-    return jax.random.PRNGKey(seed) if isinstance(seed, int) else seed
+    """The ``jax.random`` key of a checked seed: ``PRNGKey(seed)`` for an integer. With JAX's
+    default implementation (threefry) that key is the seed's two 32-bit words ``[seed >> 32,
+    seed & 0xFFFFFFFF]``, made here without running (and, in a new process, loading) JAX's
+    seeding program."""
+    if not isinstance(seed, int):
+        return seed
+    if jax.config.jax_default_prng_impl != "threefry2x32":  # type: ignore[attr-defined]
+        return jax.random.PRNGKey(seed)
+    return jnp.asarray(np.array([seed >> 32, seed & 0xFFFFFFFF], dtype=np.uint32))
 
 
 def numpy_rng(seed: int | jax.Array) -> np.random.Generator:

@@ -22,11 +22,13 @@ A structure file is JSON: ``{"kind": "hlc", "tree": {...}, "cardinalities": {...
 
 from __future__ import annotations
 
+import atexit
 import errno
 import importlib
 import os
 import re
 import sys
+import threading
 import warnings
 from collections.abc import Collection, Iterable, Iterator, Sequence
 
@@ -35,7 +37,7 @@ from ..errors import LcbayesError
 from .interrupt import exit_on_interrupt, leave
 from .parser import Parser
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["COMMANDS", "entry", "main"]
 
 #: The subcommands in the order ``lcbayes --help`` lists them, each with its line there. The
 #: module of one (``lcbayes.cli.NAME``, with ``add_arguments(parser)`` and ``run(args)``) is
@@ -112,6 +114,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     for message in dict.fromkeys(messages):  # each once, in order
         print(f"lcbayes: warning: {message}", file=sys.stderr)
     return status
+
+
+def entry() -> None:
+    """The ``lcbayes`` console script (and ``python -m lcbayes``): :func:`main`, then the
+    process ends as soon as its output is flushed and its exit handlers have run, without
+    tearing the interpreter down (freeing every module and JAX's compiled programs, a third of
+    a second of a small fit). With a thread still running it exits the usual way."""
+    status = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):   # main has reported what could not be written
+            pass
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate()
+           if t is not threading.main_thread()):
+        sys.exit(status)
+    atexit._run_exitfuncs()
+    os._exit(status)
 
 
 #: JAX's warning for each program its persistent cache could not store or load.

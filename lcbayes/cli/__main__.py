@@ -1,7 +1,5 @@
 """``python -m lcbayes.cli``: the ``lcbayes`` command."""
 
-import sys
+from . import entry
 
-from . import main
-
-sys.exit(main())
+entry()
