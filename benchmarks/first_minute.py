@@ -212,6 +212,26 @@ an empty one. CPU is user plus system time of the process; StepMix runs the same
 classes, 10 starts) from a script, alternately with lcbayes.
 
 {body}
+
+Before (main at d326149, measured on the same machine in the same hour, ml_dtypes 0.6 in
+both): `lcbayes datasets` 1.6-2.0 s; `lcbayes fit` warm 2.8-3.3 s, 3.0-3.5 s of CPU against
+StepMix's 1.9-2.1 s (about 1.5x); `lcbayes compare` warm 22.7-27.8 s with 1.3 GB, first run
+126 s. Issue 46 measured 1.67x, 14-15 s warm and 45 s first (another cache state).
+
+What is left, and why: `fit`'s first run compiles four programs (EM, its starts, the final E
+step, the standard errors: about 3.3 s of XLA compilation). A warm `compare` spends about 2 s
+importing, 3-4 s loading about a hundred compiled programs (the bridge sampler's and SMC's
+are the large ones, 0.4-0.7 s each) and 5-6 s computing on two cores; where its 1.1 GB of
+memory goes was not measured. Keeping compiled executables across processes
+(`jax.experimental.serialize_executable`) was tried: on CPU an executable serialised in a
+process that has loaded others from the compilation cache lacks kernels and fails when run,
+so it is not used.
+
+A NumPy EM for tiny tables was weighed and not built: in a warm `fit` JAX's fixed cost is its
+import (0.45-0.6 s) and four program loads (about 0.2 s) of about 1.7 s of CPU; with the
+subcommands' imports lazy, ml_dtypes held below 0.7 and the process ending without teardown,
+the one JAX implementation is at the ratio above, and a second EM (with its own standard
+errors) would be the kind of copy issue 47 removes.
 """
 
 
