@@ -76,7 +76,8 @@ def _command(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``lcbayes`` console script; returns the exit status."""
+    """The ``lcbayes`` command on ``argv`` (default: the process's arguments); returns the exit
+    status (:func:`entry`, the console script, then ends the process)."""
     words = sys.argv[1:] if argv is None else list(argv)
     parser = _parser([name for name in [_command(words)] if name in COMMANDS])
     parser.words = None if argv is None else list(argv)
