@@ -155,7 +155,7 @@ def proper_prior_tables(structure: Structure, prior: PriorSpec, engine: str
 def dirichlet_log_density(tables: Sequence[Any], alphas: Sequence[Any]) -> float:
     """``sum_rows ln Dir(theta_row | lambda_row)`` (Beal & Ghahramani eq. 3), zeros allowed
     where ``lambda = 1``. Plain NumPy: it is evaluated once per result, never in a loop."""
-    from scipy.special import gammaln, xlogy  # loaded on use: `lcbayes fit` needs no SciPy
+    from scipy.special import gammaln, xlogy  # loaded on use, not when a command starts
 
     total = 0.0
     for table, alpha in zip(tables, alphas, strict=True):

@@ -22,8 +22,6 @@ import pytest
 import lcbayes as lcb
 
 TEST_DATA = Path(__file__).resolve().parent / "data"
-#: The data sets beside the checkout (only compared with the shipped copies when present).
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 # The suite runs without the persistent compilation cache (a caller's LCBAYES_CACHE_DIR is
 # kept): CI starts from an empty cache anyway, and a worker near the memory-mapping limit (see

@@ -111,7 +111,7 @@ class WeightStatistics(TypedDict):
 def weight_statistics(log_weights: np.ndarray, seed: int = 0) -> WeightStatistics:
     """``log_evidence``, ``stderr`` (delta method), ``stderr_bootstrap`` and ``ess`` of the
     chains' log weights (module docstring)."""
-    from scipy.special import logsumexp  # loaded on use: `lcbayes fit` needs no SciPy
+    from scipy.special import logsumexp  # loaded on use, not when a command starts
     lw = np.asarray(log_weights, dtype=np.float64)
     n = lw.size
     if not np.all(np.isfinite(lw)):

@@ -173,7 +173,7 @@ class EMResult(PenalisedScores, RunRecord):
         theta_hat) - ln p(s_hat, y | theta_hat)`` with the fractional completion of the E step
         at the estimate and the Dirichlet :attr:`score_prior`; a lower bound on the log evidence
         (their Theorem 6.1), without the alias correction."""
-        from scipy.special import xlogy  # loaded on use: `lcbayes fit` needs no SciPy
+        from scipy.special import xlogy  # loaded on use, not when a command starts
         counts = to_tables(self.structure, self.expected_counts, xp=np)
         tables = to_tables(self.structure, self.params, xp=np)
         priors = to_tables(self.structure, self.score_prior, xp=np)

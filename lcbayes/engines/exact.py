@@ -139,7 +139,7 @@ def exact_evidence(
         An :class:`ExactEvidenceResult`. The evidence is that of the rows as an ordered sequence,
         ``∫ p(θ) prod_rows p(y_row | θ) dθ``, the quantity that VB bounds and AIS estimates.
     """
-    from scipy.special import logsumexp  # loaded on use: `lcbayes fit` needs no SciPy
+    from scipy.special import logsumexp  # loaded on use, not when a command starts
 
     from .exact_dp import CountTablePlan, pattern_increments, too_large_error
 

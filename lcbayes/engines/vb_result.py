@@ -70,7 +70,7 @@ class VBResult(DirichletPosterior, RunRecord):
 
     def _log_tables(self) -> tuple[np.ndarray, ...]:
         """``E[ln theta] = psi(alpha) - psi(alpha_0)`` per node, ``(q_i, r_i)``."""
-        from scipy.special import digamma  # loaded on use: `lcbayes fit` needs no SciPy
+        from scipy.special import digamma  # loaded on use, not when a command starts
 
         s = self.structure
         out = []
