@@ -73,7 +73,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from jax.scipy.special import logsumexp
 
 from ..data import Dataset
 from ..engines.algorithms.state import EMRuns
@@ -212,7 +211,7 @@ def log_responsibilities(one_hot, categories, optimum: Optimum, k: int, slots: i
     logits = log_w[None, :] + np.asarray(class_log_lik(on_device(one_hot),
                                                        on_device(categories),
                                                        on_device(log_theta)))
-    return logits - np.asarray(logsumexp(logits, axis=1, keepdims=True))
+    return logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
 
 
 def _component(data: TemperedData, prior: LCPrior, optimum: Optimum, k: int, smoothing: float,
