@@ -213,7 +213,8 @@ classes, 10 starts) from a script, alternately with lcbayes.
 
 {body}
 
-Before (main at d326149, measured on the same machine in the same hour, ml_dtypes 0.6 in
+Before (main at d326149, measured on the same machine the same day, whose speed varied
+by up to a third over the day: StepMix's CPU time ranged over 1.6-2.5 s; ml_dtypes 0.6 in
 both): `lcbayes datasets` 1.6-2.0 s; `lcbayes fit` warm 2.8-3.3 s, 3.0-3.5 s of CPU against
 StepMix's 1.9-2.1 s (about 1.5x); `lcbayes compare` warm 22.7-27.8 s with 1.3 GB, first run
 126 s. Issue 46 measured 1.67x, 14-15 s warm and 45 s first (another cache state).
