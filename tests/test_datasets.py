@@ -29,8 +29,8 @@ def test_each_data_set_has_its_documented_size_and_columns(name):
     assert described.source and described.licence and described.description
 
 
-#: Each data set's digest (:func:`_digest`) as read from shared/data's CSV when it was added,
-#: so a clone checks its shipped tables without shared/ beside it.
+#: Each data set's digest (:func:`_digest`), recorded from the project's source CSV when the
+#: set was added (tests/data/README.md), so a clone checks its shipped tables by itself.
 DIGESTS = json.loads((TEST_DATA / "shared_digests.json").read_text(encoding="utf-8"))
 
 
