@@ -17,7 +17,7 @@ import pytest
 from scipy.special import logsumexp
 
 import lcbayes as lcb
-from lcbayes.engines.algorithms.state import EMRuns
+from lcbayes.engines.em_core import EMRuns
 from lcbayes.engines.vbem import VBRuns, vbem_restarts
 from lcbayes.samplers.allocations import (
     all_rows,

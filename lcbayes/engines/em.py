@@ -68,9 +68,8 @@ from ..sharding import pattern_shards
 from ..structure import Structure
 from ..validation import Seed, check_choice, check_int, check_positive, fit_data, prng_key
 from . import squarem
-from .algorithms.problem import m_step, starts
-from .algorithms.runner import algorithm_settings, in_parts, run_algorithm, run_restarts
-from .algorithms.state import EMRuns
+from .algorithms.runner import algorithm_settings, run_algorithm
+from .em_core import EMRuns, in_parts, m_step, run_restarts, starts
 from .em_result import EMResult
 from .padding import class_padding
 from .run_record import check_batching, record_fields, start_engine, warn_unconverged
@@ -357,7 +356,7 @@ def em(
             to rounding, on several GPUs (not with ``algorithm="iem"``).
         progress: show a progress bar over the restarts (a plain line now and then where
             the output is a log): the restarts then run in
-            :data:`~lcbayes.engines.algorithms.runner.PROGRESS_PARTS` parts of one compiled
+            :data:`~lcbayes.engines.em_core.PROGRESS_PARTS` parts of one compiled
             size, one after another; the same fit.
         covariates: a latent class regression (:mod:`lcbayes.engines.regression`): class membership
             ``softmax(x' beta)`` on these covariates, fitted jointly with the item tables

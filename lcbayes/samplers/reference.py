@@ -75,8 +75,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..data import Dataset
-from ..engines.algorithms.state import EMRuns
 from ..engines.em import em_restarts
+from ..engines.em_core import EMRuns
 from ..engines.vbem import VBRuns, vbem_restarts
 from ..jax_setup import on_device
 from ..params import PriorSpec

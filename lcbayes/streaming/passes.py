@@ -26,8 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlogy
 
-from ..engines.algorithms.problem import m_step, start_counts
 from ..engines.em import order_classes
+from ..engines.em_core import m_step, start_counts
 from ..engines.em_result import EMResult
 from ..errors import ArgumentError, ArgumentTypeError
 from ..inference import e_step, flat, flat_e_step, prepare
@@ -195,7 +195,7 @@ def lanes(active: np.ndarray, total: int) -> np.ndarray:
 def _start_counts(structure: Structure, keys: jax.Array, block, patterns: jax.Array,
                   weights: jax.Array) -> jax.Array:
     """Per key (folded with ``block`` unless it is 0), the flat expected counts of one block
-    under random responsibilities (:func:`lcbayes.engines.algorithms.problem.start_counts`,
+    under random responsibilities (:func:`lcbayes.engines.em_core.start_counts`,
     the E step of ``lcb.em``'s random start, before its M step)."""
     evidence = prepare(structure, patterns)
     return jax.vmap(lambda key: start_counts(
@@ -229,8 +229,8 @@ def em_starts(source: Source, structure: Structure, restarts: int, seed, init) -
 
 @partial(jax.jit, static_argnums=2)
 def m_steps(counts: jax.Array, prior: jax.Array | None, shapes) -> jax.Array:
-    """The (MAP) M step of every row of ``counts`` (:func:`~lcbayes.engines.algorithms.
-    problem.m_step`; ``prior`` holds ``lambda - 1 + b``)."""
+    """The (MAP) M step of every row of ``counts`` (:func:`~lcbayes.engines.em_core.m_step`;
+    ``prior`` holds ``lambda - 1 + b``)."""
     return jax.vmap(lambda c: m_step(c, prior, shapes))(counts)
 
 

@@ -32,53 +32,17 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlogy
 
-from ... import draws
-from ...inference import Evidence, e_step, flat, flat_e_step, flat_log_marginal, prepare
+from ...inference import flat, flat_e_step, flat_log_marginal, prepare
 from ...structure import Structure
+from ..em_core import m_step
 
-__all__ = ["BOUNDARY", "GRADIENT_FLOOR", "Problem", "initial_tables", "m_step", "starts"]
+__all__ = ["BOUNDARY", "GRADIENT_FLOOR", "Problem"]
 
 #: Entries below this are at the boundary of the parameter space (:meth:`Problem.inward`).
 BOUNDARY = 1e-12
 
 #: Gradients are evaluated with every entry at least this (:meth:`Problem.value_and_gradient`).
 GRADIENT_FLOOR = 1e-200
-
-
-def m_step(counts: jax.Array, alphas: jax.Array | None, shapes) -> jax.Array:
-    """ML (no ``alphas``) or MAP M step on flat tables; ``alphas`` holds ``lambda + b`` (the
-    EM module docstring). Empty rows become uniform."""
-    return flat.normalise(counts if alphas is None else counts + alphas, shapes)
-
-
-def start_counts(structure: Structure, evidence: Evidence, weights, key, class_log_mask=None):
-    """The flat expected counts of a random start: every pattern gets random responsibilities
-    (Dirichlet(1) per hidden node, as virtual evidence under flat tables). A state's draws do
-    not depend on how many states follow it, so a padded model (``class_log_mask`` 0 for the
-    classes in use, ``-inf`` for the others) draws what the unpadded one does."""
-    n = evidence.one_hot.shape[0]
-    keys = jax.random.split(key, max(len(structure.hidden_nodes), 1))
-    noise = tuple(
-        -jnp.log(draws.exponential(k, (structure.cardinalities[h], n))).T
-        + (class_log_mask if class_log_mask is not None and h == structure.root else 0.0)
-        for k, h in zip(keys, structure.hidden_nodes, strict=False)
-    )  # log of normalised exponentials = log Dirichlet(1), up to a per-pattern constant
-    uniform = tuple(jnp.zeros(shape) for shape in structure.table_shapes)
-    return flat.flatten(e_step(structure, uniform, evidence, weights, noise).counts)
-
-
-def initial_tables(structure: Structure, evidence: Evidence, weights, key, class_log_mask):
-    """A random start: :func:`start_counts` followed by one ML M step. Starts lie near the
-    data's margins, like StepMix's and Mplus' random starts."""
-    counts = start_counts(structure, evidence, weights, key, class_log_mask)
-    return flat.unflatten(m_step(counts, None, structure.table_shapes), structure.table_shapes)
-
-
-def starts(structure: Structure, patterns, weights, keys, class_log_mask=None):
-    """One random start (:func:`initial_tables`) per key: a batch of tables (traceable)."""
-    evidence = prepare(structure, patterns)
-    return jax.vmap(lambda key: initial_tables(structure, evidence, weights, key,
-                                               class_log_mask))(keys)
 
 
 class Problem:

@@ -1,9 +1,9 @@
-"""The algorithms by name, the jitted core that runs one over many restarts, and the two-stage
-restart scheme that EM and every algorithm share.
+"""The algorithms by name, their settings and the jitted core that runs one over many restarts
+(the restart scheme they share with EM is :mod:`lcbayes.engines.em_core`).
 
 ``"em"`` and ``"squarem"`` run through :func:`lcbayes.engines.em.run_em` (SQUAREM's own loop,
 shared with VBEM); every other algorithm is a :class:`.state.Kernel` run by
-:func:`run_algorithm`, which returns the same :class:`.state.EMRuns`.
+:func:`run_algorithm`, which returns the same :class:`~lcbayes.engines.em_core.EMRuns`.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from ...errors import ArgumentError
 from ...inference import flat, log_marginal, prepare
 from ...structure import Structure
 from ...validation import check_choice, check_int, check_positive
+from ..em_core import EMRuns
 from ..squarem import map_restarts
 from . import annealed, approximate, conjugate, helmbold, incremental
 from .problem import Problem
-from .state import EMRuns, Kernel, iterate
+from .state import Kernel, iterate
 
 __all__ = ["ALGORITHMS", "DEFAULT_ETA", "HELD_ALGORITHMS", "IEM_BLOCKS", "MAP_ALGORITHMS",
-           "PROGRESS_PARTS", "Settings", "algorithm_settings", "in_parts", "kernel",
-           "run_algorithm", "run_restarts"]
+           "Settings", "algorithm_settings", "kernel", "run_algorithm"]
 
 #: Every algorithm of :func:`lcbayes.em` (``algorithm=``), the default first.
 ALGORITHMS = ("squarem", "em", "iem", "cg", "gcg", "em_eta", "eg", "gp", "acg_phi",
@@ -147,66 +147,3 @@ def run_algorithm(structure: Structure, patterns, weights, alphas, tol_total, st
                       loglik + problem.prior_term(end.x))
 
     return map_restarts(run, starts, batch_size)
-
-
-#: Parts a run of many restarts is cut into when it shows progress (:func:`in_parts`).
-PROGRESS_PARTS = 20
-
-
-def in_parts(run, bar, parts: int = PROGRESS_PARTS):
-    """``run(starts, limit)`` over ``parts`` equal parts of the starts, one after another, the
-    last padded with copies of its first start (their results dropped), advancing ``bar`` by
-    each part's restarts. Restarts are independent, so the results are those of one call; every
-    part has one shape, so one compiled program serves them all."""
-    def parted(starts, limit):
-        n = starts[0].shape[0]
-        size = -(-n // parts)
-        outs = []
-        for low in range(0, n, size):
-            part = tuple(t[low:low + size] for t in starts)
-            real = part[0].shape[0]
-            if real < size:
-                part = tuple(jnp.concatenate([t, jnp.repeat(t[:1], size - real, axis=0)])
-                             for t in part)
-            outs.append(jax.tree_util.tree_map(lambda a, real=real: np.asarray(a)[:real],
-                                               run(part, limit)))
-            bar.update(real)
-        return jax.tree_util.tree_map(lambda *a: np.concatenate(a), *outs)
-
-    return parted
-
-
-def run_restarts(run, starts, max_iter: int, keep: int | None, burn_in: int):
-    """All restarts to convergence, or (``keep``) a two-stage run: every start for ``burn_in``
-    iterations, then only the ``keep`` best continue (Mplus' initial and final stage;
-    Chickering & Heckerman's multiple-restart EM as used by Karčiauskas §3.3). ``run(starts,
-    limit)`` runs a batch of starts for at most ``limit`` iterations (one compiled program for
-    both stages); an algorithm's own state (directions, DAEM's temperature) starts afresh in
-    the second stage.
-
-    Returns the NumPy outcome of every restart and which restarts reached the final stage."""
-    n = starts[0].shape[0]
-    if keep is None or keep >= n or burn_in >= max_iter:
-        return jax.tree_util.tree_map(np.asarray, run(starts, max_iter)), np.ones(n, dtype=bool)
-    first = jax.tree_util.tree_map(np.asarray, run(starts, burn_in))
-    chosen = np.sort(np.argsort(-np.nan_to_num(first.objective, nan=-np.inf),
-                                kind="stable")[:keep])
-    picked = tuple(jnp.asarray(t[chosen]) for t in first.tables)
-    second = jax.tree_util.tree_map(np.asarray, run(picked, max_iter - burn_in))
-    history = first.history.copy()
-    for row, r in enumerate(chosen):
-        done = first.n_iter[r]
-        history[r, done:] = second.history[row, : max_iter - done]
-    merged = EMRuns(
-        tables=tuple(t.copy() for t in first.tables),
-        history=history, n_iter=first.n_iter.copy(), converged=first.converged.copy(),
-        loglik=first.loglik.copy(), objective=first.objective.copy(),
-    )
-    merged.n_iter[chosen] = first.n_iter[chosen] + second.n_iter
-    for name in ("converged", "loglik", "objective"):
-        getattr(merged, name)[chosen] = getattr(second, name)
-    for table, part in zip(merged.tables, second.tables, strict=True):
-        table[chosen] = part
-    kept = np.zeros(n, dtype=bool)
-    kept[chosen] = True
-    return merged, kept

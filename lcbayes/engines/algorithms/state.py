@@ -21,19 +21,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-__all__ = ["GROW", "SHRINK", "EMRuns", "Kernel", "State", "converged", "initial_state",
+__all__ = ["GROW", "SHRINK", "Kernel", "State", "converged", "initial_state",
            "iterate", "learning_step", "record"]
-
-
-class EMRuns(NamedTuple):
-    """The outcome of every restart of a fit (:func:`lcbayes.engines.em.run_em`)."""
-
-    tables: tuple[jax.Array, ...]
-    history: jax.Array      # (R, max_iter) objective per iteration, NaN after the last
-    n_iter: jax.Array       # (R,)
-    converged: jax.Array    # (R,)
-    loglik: jax.Array       # (R,) at the final tables
-    objective: jax.Array    # (R,) at the final tables
 
 
 class State(NamedTuple):
