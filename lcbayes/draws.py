@@ -2,9 +2,7 @@
 
 With JAX's partitionable Threefry (the default of jax 0.10, ``jax_threefry_partitionable``) a
 draw of a multi-dimensional shape compiles into a program whose size grows with the number of
-axes: on CPU, ``uniform(key, (3, 3, 75))`` vmapped over 16 keys took 1.1 s to compile against
-0.24 s for ``uniform(key, (675,))``, and the gamma sampler of every AIS start (three such
-draws) 4.3 s. Element ``i`` of a draw in row-major order is the same whatever the shape (both
+axes. Element ``i`` of a draw in row-major order is the same whatever the shape (both
 Threefry variants count elements in that order), so drawing ``prod(shape)`` numbers and
 reshaping gives the very same array (``tests/test_draws.py``), only the compiled program
 is smaller.

@@ -1,11 +1,9 @@
 """A guard against requests that cannot fit in memory: refused before anything is compiled,
-naming what to lower (``fit --restarts 10000000`` on carcinoma grew to 21.7 GB and was killed
-by the out-of-memory killer, with nothing said).
+naming what to lower, instead of the out-of-memory killer ending the process with nothing
+said.
 
 Restarts hold their starting tables, estimates and a trace of the objective over the
-iterations at once, about ``8 (max_iter + 8 E)`` bytes each for ``E`` table entries (measured:
-16 KB a restart of a 3-class model of carcinoma with ``max_iter = 2000``, 20,000 and 80,000
-restarts peaking at 0.75 and 1.73 GB).
+iterations at once, about ``8 (max_iter + 8 E)`` bytes each for ``E`` table entries.
 """
 
 from __future__ import annotations

@@ -231,9 +231,8 @@ def compare(
             ``{"ais": {"chains": 32, "kernel": "mh"}, "smc": {"particles": 256}, "blrt":
             {"replicates": 99}, "em": {"max_iter": 500}, "vbem": {"tol": 1e-8}, "exact":
             {"max_terms": 1e6}}``. Defaults: the engines', except AIS's ``target_stderr``
-            (0.15: groups of chains until the standard error is at most that; on carcinoma
-            K = 2..5 reach it with 32-64 chains) and the exact evidence's ``max_terms``
-            (2e5, about a fifth of a second).
+            (0.15: groups of chains until the standard error is at most that) and the exact
+            evidence's ``max_terms`` (2e5).
         progress: a progress bar over the candidates (and AIS temperatures when
             ``workers=1``) on stderr; ``None``: when stderr is a terminal.
         workers: how many candidates' engine runs go side by side: threads here (default:

@@ -21,9 +21,9 @@ is biased downwards (Jensen), by about ``se^2 / 2`` when ``se`` is small.
 
 **No estimate.** With ``ess < NO_ESTIMATE_ESS`` (2) about one chain carries the whole mean:
 ``ln Z_hat`` is then that chain's weight less ``ln C``, and ``sd(W)`` the spread of weights
-that carry nothing, so neither measures ``Z`` (issue 29 measured ESS 1-3 of 128 chains at
-``10^4`` rows). :attr:`AISResult.no_estimate` says so and :attr:`AISResult.reason` says why;
-``compare`` then falls back to the next estimate (flag ``ais_no_estimate``).
+that carry nothing, so neither measures ``Z``. :attr:`AISResult.no_estimate` says so and
+:attr:`AISResult.reason` says why; ``compare`` then falls back to the next estimate
+(flag ``ais_no_estimate``).
 """
 
 from __future__ import annotations

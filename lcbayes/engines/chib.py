@@ -47,7 +47,7 @@ of the batch means; the delta method gives the log's, ``se / p^``.
 are not relabellings of each other (a class split, or emptied, in different ways), Gibbs does
 not cross between them, and the MAP sits in one the chains rarely visit: the ordinate there is
 underestimated and the evidence overestimated by tens of nats, with a standard error of about
-1 from one dominant draw (issue 29: 42-49 nats at ``K = 4, 5`` on 10^4 rows). Every chain
+1 from one dominant draw. Every chain
 starts from its own random allocation (each row in a uniformly drawn class), so chains that
 settle in different modes can show it. The result is :attr:`~ChibResult.reliable` unless
 

@@ -285,8 +285,7 @@ def learn_tree(
         lc_bound: also run :func:`~lcbayes.learn_classes` (same score, seed and EM
             settings) and return its model if it scores higher, so that the tree never scores
             below the best latent class model it finds. For many items that search takes
-            longer than the build (60 items x 10^4 rows: 431 of 558 s on 2 cores shared with
-            other jobs); ``False`` leaves it out.
+            longer than the build; ``False`` leaves it out.
         tol, max_iter: EM convergence (nats) and iteration limit of the local and full EMs.
         progress: show a progress bar over the moves (and one over the moves of the
             ``lc_bound`` search).

@@ -11,8 +11,7 @@ standard error ``sqrt(p (1 - p) / B)``. Every replicate's refit uses ``restarts`
 for the K-1 model (as Mplus does by default) and, for the K model, the replicate's K-1 estimate
 with its largest class split in two and perturbed (so ``LR_b`` is not negative through a failed
 search). Too few restarts miss maxima of the K model and make ``LR_b`` too small, the p-value
-too small (election, 3 vs 4 classes: with 10 restarts about half the replicates fell short of
-the best of 30, by 2 in ``LR_b`` on average). All replicates x starts are *lanes* of one
+too small. All replicates x starts are *lanes* of one
 compiled EM program per model size (:func:`lcbayes.engines.em.em_runner`, SQUAREM), each lane
 with its replicate's own patterns and counts (pattern tables padded with zero counts to a
 common size), :data:`BLOCK` replicates per call, the lanes shared out over the local devices:

@@ -92,8 +92,7 @@ def holding(classes: tuple[PrefixClass, ...], rows) -> jax.Array:
 
 def running_sum(x: jax.Array) -> jax.Array:
     """The cumulative sum of ``x`` along its first axis, as a parallel prefix sum
-    (``lax.associative_scan``): on CPU, XLA's ``cumsum`` of a long axis took twice as long
-    (10 vs 6 ms for 128 x 10^4 values)."""
+    (``lax.associative_scan``), faster on CPU than XLA's ``cumsum`` of a long axis."""
     return jax.lax.associative_scan(jnp.add, x)
 
 

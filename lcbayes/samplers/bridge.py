@@ -72,8 +72,7 @@ def log_permanent(log_a: jax.Array) -> jax.Array:
     ``K = 6``), in log space (a log-sum-exp per set): the entries of ``A`` span thousands of
     nats (the weights' Dirichlet puts ``(delta_k + N_k - 1) ln pi_c`` in every entry), so the
     matching that carries the permanent can use entries far below their row's largest, which
-    a fixed scaling in linear space underflows (a bridge run 960 nats too high came from
-    that)."""
+    a fixed scaling in linear space underflows."""
     f = jnp.zeros(1)
     for row, (before, columns) in enumerate(_subset_plan(log_a.shape[0])):
         f = logsumexp(f[before] + log_a[row][columns], axis=1)

@@ -33,15 +33,13 @@ is kept, not the best alone: a mode's bound ``F`` is its log mass less the KL di
 variational posterior from the posterior there, and that divergence differs from mode to mode
 by several nats once ``K`` is large, so the mode with the best bound need not be the one with
 the most mass. A reference without the heaviest mode comes out low by the difference, with a
-spread that does not show it among runs that all miss it (``reports/evidence-at-scale.md``
-measures the masses of election's modes).
+spread that does not show it among runs that all miss it.
 
 **How many restarts.** The posterior's modes multiply with ``K`` and each restart lands in
 one of them, so a fixed number of restarts misses a heavy mode more often as ``K`` grows, and a
 run that misses it comes out low by its share. :func:`default_restarts` scales the restarts
 with ``K`` (:data:`RESTARTS_PER_CLASS` per class); each restart is one lane of one jitted
-call, so they cost little beside the tempering (``reports/evidence-at-scale.md`` measures the
-runs' spread at election ``K = 12`` by restarts).
+call, so they cost little beside the tempering.
 
 **One component per optimum** (``shared/notes/evidence-reference-tempering.md``): with ``r_p``
 the class probabilities of pattern ``p`` at the optimum and ``N_k``, ``N_kjr`` the expected

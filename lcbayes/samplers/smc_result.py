@@ -5,7 +5,7 @@ Each of ``R`` independent runs gives ``ln Z_r``, an unbiased estimate of ``Z`` (
 of a run of :mod:`lcbayes.samplers.tempered_smc`, or of the particle filter over the rows for
 HLC trees and DAGs). The estimate is ``ln mean_r Z_r`` with the delta method's standard error
 ``sd(Z_r) / (sqrt(R) mean Z_r)``, scaled by ``t_{R-1}(0.975) / z(0.975)`` so that ``estimate +/-
-1.96 s.e.`` is the Student-t interval that ``R`` runs support (8 runs: 1.21; 4: 1.62).
+1.96 s.e.`` is the Student-t interval that ``R`` runs support.
 
 **Graded, not refused.** Every candidate with two finished runs gets an estimate and an error
 bar, however wide: a wide bar is information, a refusal is not. One more source of error widens

@@ -12,7 +12,7 @@ priors, missing values factors of one), ``Q_m(z, theta) = prod_i q^m_i(z_i) g^m(
 product reference built from one EM optimum (:mod:`lcbayes.samplers.reference`): ``q^m_i`` the
 row's class probabilities there, ``g^m`` Dirichlet densities of the expected counts there.
 Every path that starts from the prior crosses a first-order phase transition at survey sizes
-(``shared/notes/evidence-reference-tempering.md``: 20-100 nats low on election); this one
+(``shared/notes/evidence-reference-tempering.md``); this one
 starts in the ordered phase, so there is none to cross.
 
 At ``beta = 0`` the target is the reference mixture (normaliser one); at ``beta = 1`` it is the

@@ -22,8 +22,8 @@ less than the tolerance, unless it ends at least as high as the EM step (ours, o
 evaluation of the objective, not counted in ``evaluations``). So the run stops (a change below
 the tolerance) only where the EM step would not gain that either, EM's own rule, not after a
 search cut short by the boundary or along a poor direction, and CG does not crawl along
-searches that gain far less than EM (on the election ratings it hit a 1000-iteration cap in 3
-of 16 restarts without the fraction rule). Entries at the
+searches that gain far less than EM (without the fraction rule it can reach the iteration
+cap). Entries at the
 boundary that a direction pushes out stay there (:meth:`.problem.Problem.inward`; ML
 estimates of latent class models often have zeros, where the largest feasible step is 0).
 ``State.mapped`` holds ``M(theta)`` at every point: GCG's generalised gradient and the EM step
