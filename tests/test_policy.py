@@ -53,3 +53,11 @@ def test_the_built_in_methods_read_their_roles_from_the_policy():
 def test_the_guide_prints_the_policys_table():
     assert trust_table() in DOCS.read_text(encoding="utf-8")
     assert np.all([f"`{name}`" in trust_table() for name in ROLES])
+
+
+def test_the_evidence_page_opens_with_the_trust_table():
+    lines = DOCS.read_text(encoding="utf-8").splitlines()
+    first_table = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    first_section = next(i for i, line in enumerate(lines) if line.startswith("## "))
+    assert lines[first_table] == trust_table().splitlines()[0]
+    assert first_table < first_section
