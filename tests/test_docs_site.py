@@ -5,6 +5,7 @@ fail it)."""
 from __future__ import annotations
 
 import os
+import re
 import runpy
 import subprocess
 import sys
@@ -37,3 +38,33 @@ def test_the_site_builds_strictly(tmp_path):
                  "notebooks/01_how_many_classes/index.html"):
         assert (site / page).is_file(), page
     assert "lcbayes.engines.em.em" in (site / "api/em/index.html").read_text(encoding="utf-8")
+
+
+#: The longest paragraph a documentation page may have, in words (code blocks and tables aside).
+MAX_PARAGRAPH_WORDS = 150
+
+
+def longest_paragraph(text: str) -> tuple[int, str]:
+    """``(words, opening)`` of the longest paragraph of a Markdown page: blocks between blank
+    lines and list items, fenced code and tables left out."""
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    blocks = [b for b in re.split(r"\n\s*\n|\n(?=\s*(?:[*-]|\d+\.)\s)", prose)
+              if not b.lstrip().startswith("|")]
+    return max(((len(b.split()), " ".join(b.split()[:8])) for b in blocks), default=(0, ""))
+
+
+def test_the_measure_finds_a_long_paragraph():
+    text = "short\n\n" + "word " * 200 + "\n\n```\n" + "code " * 500 + "\n```\n"
+    assert longest_paragraph(text)[0] == 200
+    assert longest_paragraph("* " + "a " * 60 + "\n* " + "b " * 70)[0] == 71
+
+
+def test_no_page_has_a_wall_of_text():
+    long = {}
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        if "api" in page.relative_to(ROOT / "docs").parts:
+            continue
+        words, opening = longest_paragraph(page.read_text(encoding="utf-8"))
+        if words >= MAX_PARAGRAPH_WORDS:
+            long[str(page.relative_to(ROOT))] = f"{words} words: {opening} ..."
+    assert not long, f"split these paragraphs (headings, short paragraphs, bullets): {long}"
