@@ -6,7 +6,7 @@ log-likelihood ``sum_p w_p ln p(y_p | theta)`` and the expected family counts
 1999 §2.2's E step with pattern compression). Each term needs the parameters and its own
 pattern only, so the patterns are split over a 1-D :class:`jax.sharding.Mesh` (axis
 ``"patterns"``) and the parameters replicated: every device computes its patterns' terms and
-the sums are all-reduced. The jitted cores (:func:`lcbayes.engines.em.run_em`,
+the sums are all-reduced. The jitted cores (:func:`lcbayes.engines.em_loop.run_em`,
 :func:`lcbayes.engines.vbem.run_vbem`) are not changed: given sharded inputs, XLA's SPMD
 partitioner (GSPMD) splits the same program over the devices and inserts the all-reduces.
 Only the order of floating-point additions changes, so the fit is the one-device fit to

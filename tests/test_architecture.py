@@ -90,7 +90,7 @@ def _dependencies(name: str) -> set[str]:
 def test_the_scan_sees_the_package():
     assert {"lcbayes", "lcbayes.engines.em", "lcbayes.comparison.registry",
             "lcbayes.render", "lcbayes._version"} <= set(MODULES)
-    assert "lcbayes.engines.squarem" in _dependencies("lcbayes.engines.em")
+    assert "lcbayes.engines.squarem" in _dependencies("lcbayes.engines.em_loop")
     # lazy imports inside functions count, and so does the package's lazy API
     assert "lcbayes.comparison.report" in _dependencies("lcbayes.comparison.table")
     assert "lcbayes.engines.em" in _dependencies("lcbayes")
@@ -200,7 +200,7 @@ def test_no_module_is_long_unless_architecture_says_why():
 def diagram_layers() -> dict[str, int]:
     """``{module: line}`` from ARCHITECTURE.md's layer diagram (the first code block after
     "## Layers"; line 0 is the top layer). A line names modules (``data.py``,
-    ``engines/chib.py``) and packages (``cli/``: every module in it) before its description; a
+    ``samplers/chib.py``) and packages (``cli/``: every module in it) before its description; a
     line that starts with wide indent continues a description. A module named on its own wins
     over its package's line."""
     text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8").split("## Layers", 1)[1]
@@ -236,3 +236,30 @@ def test_every_module_sits_in_the_layer_diagram_and_imports_only_below_it():
 def test_the_layer_check_finds_an_upward_import():
     layers = diagram_layers()
     assert layers["lcbayes.cli.compare"] < layers["lcbayes.engines.em"] < layers["lcbayes.data"]
+
+
+def module_table() -> list[str]:
+    """The modules named by ARCHITECTURE.md's table "Modules, one line each" (the first cell of
+    each row, a path under ``lcbayes/``), in order."""
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = text.split("## Modules, one line each", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `([^`]+)` \|", section, re.MULTILINE)
+
+
+def table_problems(named: list[str], modules: set[str]) -> dict[str, list[str]]:
+    """What is wrong with a module table: modules it leaves out, names twice, or names that do
+    not exist."""
+    return {"missing": sorted(modules - set(named)),
+            "twice": sorted({m for m in named if named.count(m) > 1}),
+            "not modules": sorted(set(named) - modules)}
+
+
+def test_every_module_has_one_row_in_the_module_table():
+    modules = {str(p.relative_to(PACKAGE)) for p in MODULES.values()}
+    problems = table_problems(module_table(), modules)
+    assert problems == {"missing": [], "twice": [], "not modules": []}
+
+
+def test_the_table_check_finds_a_missing_a_doubled_and_a_stale_row():
+    problems = table_problems(["a.py", "b.py", "b.py", "gone.py"], {"a.py", "b.py", "c.py"})
+    assert problems == {"missing": ["c.py"], "twice": ["b.py"], "not modules": ["gone.py"]}

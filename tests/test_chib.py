@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import lcbayes as lcb
-from lcbayes.engines.chib import MIN_ORDINATE_ESS, ordinate_reliability
 from lcbayes.params import from_tables
+from lcbayes.samplers.chib import MIN_ORDINATE_ESS, ordinate_reliability
 
 
 def _small(n_rows: int = 40, seed: int = 4) -> lcb.Dataset:

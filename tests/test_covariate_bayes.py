@@ -1,4 +1,4 @@
-"""The Bayesian latent class regression (lcbayes/engines/regression/bayes_*.py, evidence*.py):
+"""The Bayesian latent class regression (lcbayes/covariate_bayes/):
 Bayes factors for "does the covariate matter?" on simulated data with and without an effect and
 on the cheating data, the posterior against the ML fit, the bridge estimate against an exact
 evidence (a sum over allocations and a quadrature over the coefficients), the label symmetry
@@ -17,14 +17,14 @@ from numpyro.infer.util import potential_energy
 from scipy.special import betaln, comb, logsumexp
 
 import lcbayes as lcb
-from lcbayes.engines.regression.bayes_data import build_problem
-from lcbayes.engines.regression.bayes_model import (
+from lcbayes.covariate_bayes.model import (
     permutations,
     relabel,
     sum_to_zero_basis,
     to_raw,
     unconstrained_layout,
 )
+from lcbayes.covariate_bayes.problem import build_problem
 from lcbayes.errors import ArgumentError, DataError
 from tests.test_result_contract import assert_same
 

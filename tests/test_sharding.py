@@ -80,7 +80,7 @@ def _collectives(structure, data) -> dict:
     all-reduces of the E-step sums, and no all-gather (each device keeps its half)."""
     from collections import Counter
 
-    from lcbayes.engines.em import run_em
+    from lcbayes.engines.em_loop import run_em
     from lcbayes.inference import complete_columns
     from lcbayes.sharding import pattern_shards
 

@@ -61,7 +61,7 @@ from jax.scipy.special import xlogy
 from lcbayes import scores
 from lcbayes.data import Dataset
 from lcbayes.engines.dirichlet import complete_data_log_evidence
-from lcbayes.engines.em import run_em
+from lcbayes.engines.em_loop import run_em
 from lcbayes.engines.vbem import run_vbem
 from lcbayes.errors import LcbayesError
 from lcbayes.inference import e_step, flat, prepare

@@ -196,7 +196,7 @@ def distal_figure(fit: RegressionResult) -> Figure:
 def _bayes_factors(structure, data, covariates, outcome, seed, restarts) -> dict:
     """The log Bayes factors (and standard errors) of the covariates and of the outcome
     differing by class (:func:`lcbayes.covariate_evidence`)."""
-    from ..engines.regression.evidence import covariate_evidence
+    from ..covariate_bayes.evidence import covariate_evidence
 
     out = {}
     for test, suffix in (("covariates", ""), ("distal", "_distal")):

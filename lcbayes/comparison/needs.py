@@ -45,13 +45,13 @@ from typing import Any
 from ..constructors import latent_class
 from ..dimension import effective_dimension
 from ..engines.ais import ais
-from ..engines.chib import MAX_CLASSES, chib
 from ..engines.em import em
 from ..engines.exact import exact_evidence
 from ..engines.laplace import laplace
 from ..engines.vbem import vbem
 from ..indices import classification_quality
 from ..lrt import blrt, lmr
+from ..samplers.chib import MAX_CLASSES, chib
 from ..samplers.gibbs_bridge import bridge_sampling
 from ..samplers.smc_evidence import smc
 from ..structure import MAX_ENUMERATED_STATES, Structure

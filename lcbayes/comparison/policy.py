@@ -28,7 +28,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from ..engines.annealing import LOW_ESS_FRACTION, NO_ESTIMATE_ESS
-from ..engines.chib import CHAIN_SPREAD_SE, MAX_CHAIN_SPREAD, MAX_CLASSES, MIN_ORDINATE_ESS
+from ..samplers.chib import CHAIN_SPREAD_SE, MAX_CHAIN_SPREAD, MAX_CLASSES, MIN_ORDINATE_ESS
 from ..samplers.smc_result import ROUNDING
 from . import registry
 from .registry import EvidenceRole

@@ -26,7 +26,7 @@ __all__ = ["PROGRESS_PARTS", "EMRuns", "in_parts", "initial_tables", "m_step", "
 
 
 class EMRuns(NamedTuple):
-    """The outcome of every restart of a fit (:func:`lcbayes.engines.em.run_em`)."""
+    """The outcome of every restart of a fit (:func:`lcbayes.engines.em_loop.run_em`)."""
 
     tables: tuple[jax.Array, ...]
     history: jax.Array      # (R, max_iter) objective per iteration, NaN after the last

@@ -3,7 +3,7 @@
 A structure whose node has fewer parents than a *host* structure is the host with some rows of
 that node's table tied together (Beal & Ghahramani §4: each of their 136 structures is the
 fully connected host with rows tied). The tying is data, not shape, so one compiled engine on
-the host serves every sub-structure: the engine cores (:func:`lcbayes.engines.em.run_em`,
+the host serves every sub-structure: the engine cores (:func:`lcbayes.engines.em_loop.run_em`,
 :func:`lcbayes.engines.vbem.run_vbem`, :func:`lcbayes.engines.ais.anneal`) take an optional
 :class:`RowTying`, ``None`` meaning no row is tied. With a tying,
 

@@ -10,7 +10,7 @@ Starts may belong to *groups* that are pruned separately, each with its own data
 partial EMs of all the components of a split step (each on its own soft sub-data, Procedure
 6.2) run as one batch.
 
-Every lane is :func:`lcbayes.engines.em.em_runner` (EM or SQUAREM cycles, an iteration being a
+Every lane is :func:`lcbayes.engines.em_loop.em_runner` (EM or SQUAREM cycles, an iteration being a
 cycle) on a latent class model in a capacity layout (:mod:`.mixture`), vmapped over lanes with
 per-lane data weights. Lanes run in blocks of :data:`LANE_BLOCKS` lanes, so a whole search
 compiles one program per capacity and block size, whatever its batch sizes.
@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..data import Dataset
-from ..engines.em import em_runner
+from ..engines.em_loop import em_runner
 from ..inference import complete_columns, e_step, flat
 from ..structure import Structure
 from .mixture import ClassModel, layout

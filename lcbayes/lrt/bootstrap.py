@@ -12,7 +12,7 @@ for the K-1 model (as Mplus does by default) and, for the K model, the replicate
 with its largest class split in two and perturbed (so ``LR_b`` is not negative through a failed
 search). Too few restarts miss maxima of the K model and make ``LR_b`` too small, the p-value
 too small. All replicates x starts are *lanes* of one
-compiled EM program per model size (:func:`lcbayes.engines.em.em_runner`, SQUAREM), each lane
+compiled EM program per model size (:func:`lcbayes.engines.em_loop.em_runner`, SQUAREM), each lane
 with its replicate's own patterns and counts (pattern tables padded with zero counts to a
 common size), :data:`BLOCK` replicates per call, the lanes shared out over the local devices:
 on a CPU, ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` set before JAX starts gives
@@ -40,7 +40,8 @@ import numpy as np
 from .. import draws
 from ..constructors import latent_class
 from ..encoding import unique_rows
-from ..engines.em import em, em_runner
+from ..engines.em import em
+from ..engines.em_loop import em_runner
 from ..errors import ArgumentError, ArgumentTypeError
 from ..execution import Executor
 from ..execution import executor as open_executor

@@ -40,6 +40,7 @@ from .gibbs import LCPrior, draw_dirichlets
 from .particles import Particles, pattern_loglik
 
 __all__ = ["BRIDGE_ITERATIONS", "Components", "batch_size", "bridge_fixed_point",
+           "bridge_relative_error",
            "components_of", "draw_q", "log_permanent", "log_prior", "log_q", "log_target"]
 
 #: Fixed-point iterations of the bridge equation (it converges in a few dozen).
@@ -183,6 +184,30 @@ def bridge_fixed_point(l1: jax.Array, l2: jax.Array, log_w1: jax.Array | None = 
         return num - den, None
 
     return jax.lax.scan(iterate, log_is, None, length=iterations)[0], log_is
+
+
+def bridge_relative_error(l1: np.ndarray, l2: np.ndarray, log_r: float,
+                          chains: int) -> tuple[float, float]:
+    """``(RE, ESS)``: Frühwirth-Schnatter's (2004, eq. 14) relative mean squared error of a
+    bridge estimate ``r`` (:func:`bridge_fixed_point`), as Gronau et al. (2017, "A tutorial on
+    bridge sampling", eq. 17) compute it::
+
+        RE^2 = Var_q(f_2) / (n_2 E_q(f_2)^2) + rho_f1(0) Var(f_1) / (n_1 E(f_1)^2),
+        f_1 = q / (s_1 f/r + s_2 q)  at the draws from f,
+        f_2 = (f/r) / (s_1 f/r + s_2 q)  at the draws from q,
+
+    ``rho_f1(0) = n_1 / ESS(f_1)`` the normalised spectral density at frequency zero of the
+    autocorrelated ``f_1`` (ArviZ's effective sample size of the mean over ``chains`` chains,
+    ``l1`` chain after chain). The standard error of ``ln r`` is ``RE`` (delta method)."""
+    from .idata import arviz
+    n1, n2 = l1.size, l2.size
+    log_s1, log_s2 = np.log(n1 / (n1 + n2)), np.log(n2 / (n1 + n2))
+    f1 = np.exp(-np.logaddexp(log_s1 + l1 - log_r, log_s2))
+    f2 = np.exp(l2 - log_r - np.logaddexp(log_s1 + l2 - log_r, log_s2))
+    ess = float(arviz().ess(f1.reshape(chains, -1), method="mean"))
+    re2 = (f2.var(ddof=1) / (n2 * f2.mean() ** 2)
+           + f1.var(ddof=1) / (min(ess, n1) * f1.mean() ** 2))
+    return float(np.sqrt(re2)), ess
 
 
 def log_target(one_hot, counts, categories, prior: LCPrior, k, log_w, log_t) -> jax.Array:

@@ -1,7 +1,7 @@
 """The data-informed reference of :mod:`lcbayes.samplers.tempered_smc`: product references
 built from the optima of variational Bayes and maximum-likelihood EM.
 
-**Distinct optima.** EM from random starts (:func:`lcbayes.engines.em.em_restarts`) stops at
+**Distinct optima.** EM from random starts (:func:`lcbayes.engines.em_loop.em_restarts`) stops at
 the posterior's modes, each in one of ``K!`` labellings, and often at several points of one
 basin a fraction of the posterior's spread apart (and VB's posterior means sit beside EM's
 maximum). Two optima are the same mode when they are less than :data:`SAME_MODE_SDS`
@@ -73,8 +73,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..data import Dataset
-from ..engines.em import em_restarts
 from ..engines.em_core import EMRuns
+from ..engines.em_loop import em_restarts
 from ..engines.vbem import VBRuns, vbem_restarts
 from ..jax_setup import on_device
 from ..params import PriorSpec

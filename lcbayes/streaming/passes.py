@@ -26,8 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlogy
 
-from ..engines.em import order_classes
 from ..engines.em_core import m_step, start_counts
+from ..engines.em_loop import order_classes
 from ..engines.em_result import EMResult
 from ..errors import ArgumentError, ArgumentTypeError
 from ..inference import e_step, flat, flat_e_step, prepare

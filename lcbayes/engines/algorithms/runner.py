@@ -1,7 +1,7 @@
 """The algorithms by name, their settings and the jitted core that runs one over many restarts
 (the restart scheme they share with EM is :mod:`lcbayes.engines.em_core`).
 
-``"em"`` and ``"squarem"`` run through :func:`lcbayes.engines.em.run_em` (SQUAREM's own loop,
+``"em"`` and ``"squarem"`` run through :func:`lcbayes.engines.em_loop.run_em` (SQUAREM's own loop,
 shared with VBEM); every other algorithm is a :class:`.state.Kernel` run by
 :func:`run_algorithm`, which returns the same :class:`~lcbayes.engines.em_core.EMRuns`.
 """
@@ -129,7 +129,7 @@ def run_algorithm(structure: Structure, patterns, weights, alphas, tol_total, st
                   held=None, adaptive: bool = False) -> EMRuns:
     """The jitted core of every algorithm but EM and SQUAREM: ``algorithm`` from every start in
     ``starts`` (a batch of tables) for at most ``limit`` iterations, ``batch_size`` restarts
-    vmapped at a time (the arguments as for :func:`lcbayes.engines.em.run_em`; ``eta``, the
+    vmapped at a time (the arguments as for :func:`lcbayes.engines.em_loop.run_em`; ``eta``, the
     DAEM ``betas`` and the IEM ``blocks`` as for :func:`lcbayes.em`; ``adaptive``: the
     learning rate adapts from ``eta``)."""
     problem = Problem(structure, patterns, weights, alphas, shift, held, complete,

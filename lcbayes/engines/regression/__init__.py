@@ -7,6 +7,8 @@
 * :mod:`.lcr_information` — standard errors (empirical or observed information);
 * :mod:`.result` — :class:`RegressionResult`;
 * :mod:`.fit` — the checks and the driver behind ``lcb.em(..., covariates=...)``.
+
+Its posterior and Bayes factors are :mod:`lcbayes.covariate_bayes`.
 """
 
 import warnings
@@ -17,7 +19,7 @@ from .result import RegressionResult
 __all__ = ["Covariates", "RegressionResult", "covariate_design"]
 
 with warnings.catch_warnings():
-    # NumPyro (behind covariate_evidence) imports tqdm.auto, which warns "IProgress not found"
+    # NumPyro (behind lcbayes.covariate_bayes) imports tqdm.auto, which warns "IProgress not found"
     # in a Jupyter kernel without ipywidgets although no bar is drawn; imported here once,
     # quietly, before any NumPyro import, it does not
     warnings.filterwarnings("ignore", message="IProgress not found")

@@ -29,7 +29,29 @@ from .lcr_em import LCRShape, pack, run_lcr, unpack
 from .lcr_information import regression_errors
 from .result import RegressionResult, tables_to_params
 
-__all__ = ["fit_regression", "resolve_covariates"]
+__all__ = ["check_route_options", "fit_regression", "resolve_covariates"]
+
+
+def check_route_options(*, group, distal, init, unsupported: dict[str, bool]) -> None:
+    """Refuse the options that ``em`` with covariates, a distal outcome or groups does not take:
+    a latent class regression (this package) and a multiple-group model
+    (:mod:`lcbayes.engines.groups`) are fitted by maximum likelihood with SQUAREM-accelerated
+    EM."""
+    refused = [k for k, v in unsupported.items() if v]
+    what = "group" if group is not None else "covariates or distal"
+    if refused:
+        raise ArgumentError(f"{', '.join(refused)} cannot be given with {what}: the model is "
+                            "fitted by maximum likelihood with SQUAREM-accelerated EM; leave "
+                            "them out")
+    if group is not None and distal is not None:
+        raise ArgumentError("distal cannot be given with group: fit the multiple-group model, "
+                            "then relate its classes to the outcome (lcb.three_step)")
+    if group is not None and init is not None:
+        raise ArgumentError("init cannot be given with group: the restarts start at random")
+    if init is not None and not isinstance(init, RegressionResult):
+        raise ArgumentError("init must be a RegressionResult of the same model (a fit "
+                            f"with covariates), got {type(init).__name__}")
+
 
 
 def resolve_covariates(structure, data, covariates, n_rows: int, name: str = "covariates",

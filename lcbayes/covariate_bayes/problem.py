@@ -1,11 +1,11 @@
 """The data of a Bayesian latent class regression: checked arguments, the standardised design,
-the distal outcome, the cells as :class:`~.bayes_model.BayesData`, and the starting point of
+the distal outcome, the cells as :class:`~.model.BayesData`, and the starting point of
 the chains (the maximum likelihood fit of :func:`lcbayes.em`, which also fixes the class
 labels the draws are reported in).
 
 The rows used are those with every covariate (the others are left out with a warning, as by
 :func:`lcbayes.em`); a missing item or outcome is summed out. Numeric design columns are
-centred and scaled, indicators centred (:mod:`.bayes_model`). The cells are padded with
+centred and scaled, indicators centred (:mod:`.model`). The cells are padded with
 zero-count cells to a power of two (at least :data:`MIN_CELLS`), so that data sets of one
 shape share the compiled programs.
 """
@@ -21,20 +21,20 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ...encoding import MISSING
-from ...errors import ArgumentError, DataError
-from ...structure import Structure
-from ...validation import Seed, check_choice, fit_data
-from .bayes_model import (
+from ..encoding import MISSING
+from ..engines.regression.cells import make_cells, softmax
+from ..engines.regression.design import INTERCEPT, Covariates
+from ..engines.regression.fit import DistalType, resolve_covariates, resolve_distal
+from ..errors import ArgumentError, DataError
+from ..structure import Structure
+from ..validation import Seed, check_choice, fit_data
+from .model import (
     MAX_CLASSES,
     BayesData,
     Drop,
     ModelSpec,
     sum_to_zero_basis,
 )
-from .cells import make_cells, softmax
-from .design import INTERCEPT, Covariates
-from .fit import DistalType, resolve_covariates, resolve_distal
 
 __all__ = ["MIN_CELLS", "CovariateSpec", "DistalSpec", "Outcome", "Problem", "Start",
            "build_problem", "check_drop", "class_shares", "fit_start"]
@@ -147,7 +147,7 @@ def fit_start(problem: Problem, data, *, distal: DistalSpec, distal_type: Distal
     the user gave them) as the chains' :class:`Start`: its coefficients on the standardised
     design as sum-to-zero effects, its item tables and outcome parameters (nudged off the
     boundary, standardised), the outcome's pooled values for the class-independent model."""
-    from ..em import em
+    from ..engines.em import em
 
     structure, cov, k = problem.structure, problem.covariates, problem.spec.n_classes
     with warnings.catch_warnings():

@@ -64,8 +64,8 @@ import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import logsumexp
 
-from ...models import LOGLIK_SITE
-from .cells import TINY, Cells, joint_log
+from ..engines.regression.cells import TINY, Cells, joint_log
+from ..models import LOGLIK_SITE
 
 __all__ = ["DISTAL_MEAN_SCALE", "DISTAL_SD_SCALE", "MAX_CLASSES", "BayesData", "Drop",
            "ModelSpec", "lcr_model", "permutations", "relabel", "sum_to_zero_basis", "to_raw",

@@ -1,8 +1,8 @@
 """The posterior of a latent class regression: :func:`lcbayes.covariate_posterior` and
 :class:`CovariatePosteriorResult`; :func:`lcbayes.covariate_model` gives the NumPyro model.
 
-The model, its priors and its standardised design are those of :mod:`.bayes_model`; the draws
-come from NUTS (:mod:`.bayes_nuts`), started at and labelled like the maximum likelihood fit of
+The model, its priors and its standardised design are those of :mod:`.model`; the draws
+come from NUTS (:mod:`.nuts`), started at and labelled like the maximum likelihood fit of
 :func:`lcbayes.em` with the same covariates, so the classes are numbered as in that
 :class:`~lcbayes.RegressionResult` (by decreasing share) and the coefficients ``beta`` (class
 1 the reference) compare with its ``coef`` directly.
@@ -29,13 +29,17 @@ import jax
 import numpy as np
 import pandas as pd
 
-from ...render import json_value, plural
-from ...samplers.diagnostics import RhatWarning
-from ...samplers.idata import arviz, inference_data_from_dict, inference_data_to_dict, xarray
-from ...structure import Structure
-from ...validation import Seed, check_int, check_positive, prng_key, seed_record
-from ..run_record import start_engine
-from .bayes_data import (
+from ..engines.regression.design import Covariates
+from ..engines.regression.fit import DistalType
+from ..engines.run_record import start_engine
+from ..render import json_value, plural
+from ..samplers.diagnostics import RhatWarning
+from ..samplers.idata import arviz, inference_data_from_dict, inference_data_to_dict, xarray
+from ..structure import Structure
+from ..validation import Seed, check_int, check_positive, prng_key, seed_record
+from .model import Drop, lcr_model, sum_to_zero_basis, to_raw
+from .nuts import Draws, run_nuts
+from .problem import (
     CovariateSpec,
     DistalSpec,
     Problem,
@@ -45,10 +49,6 @@ from .bayes_data import (
     class_shares,
     fit_start,
 )
-from .bayes_model import Drop, lcr_model, sum_to_zero_basis, to_raw
-from .bayes_nuts import Draws, run_nuts
-from .design import Covariates
-from .fit import DistalType
 
 if TYPE_CHECKING:
     import arviz as az
@@ -82,9 +82,9 @@ class CovariatePosteriorResult:
             <item>_category)`` and the outcome's ``distal_probs`` or ``distal_mean`` /
             ``distal_sd`` (own units; no ``class`` dim when independent of class);
             ``sample_stats`` holds ``lp``, ``log_likelihood``, ``diverging``, ``n_steps``.
-        centre, scale: the design's standardisation (:mod:`.bayes_model`).
+        centre, scale: the design's standardisation (:mod:`.model`).
         n_rows, n_used_rows: rows given and rows with every covariate.
-        relabelled: draws mapped to the ML fit's labelling (:mod:`.bayes_nuts`).
+        relabelled: draws mapped to the ML fit's labelling (:mod:`.nuts`).
         seconds, seed, chains, draws, warmup: the run.
     """
 
@@ -323,7 +323,7 @@ def covariate_posterior(structure: Structure, data, *, covariates: CovariateSpec
                         seed: Seed = 0) -> CovariatePosteriorResult:
     """NUTS draws of the Bayesian latent class regression.
 
-    The model and its priors: :mod:`.bayes_model`; the sampler: :mod:`.bayes_nuts`.
+    The model and its priors: :mod:`.model`; the sampler: :mod:`.nuts`.
 
     Args:
         structure: a latent class structure (:func:`lcbayes.latent_class`), 2 to 6 classes.
@@ -366,7 +366,7 @@ def covariate_model(structure: Structure, data, *, covariates: CovariateSpec = N
     """The NumPyro model of the Bayesian latent class regression, with its data.
 
     Returns ``(model, model_data)``: ``model(model_data)`` is the model of
-    :mod:`.bayes_model` (arguments as :func:`covariate_posterior`), e.g. for
+    :mod:`.model` (arguments as :func:`covariate_posterior`), e.g. for
     ``lcb.ais_numpyro(model, model_data)`` or ``numpyro.infer.MCMC``; ``model_data`` is a
     ``BayesData`` (a NamedTuple of arrays)."""
     check_positive(prior_scale, "prior_scale")

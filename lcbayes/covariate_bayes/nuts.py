@@ -1,4 +1,4 @@
-"""NUTS draws of the Bayesian latent class regression (:mod:`.bayes_model`).
+"""NUTS draws of the Bayesian latent class regression (:mod:`.model`).
 
 The No-U-Turn sampler (Hoffman & Gelman 2014) of NumPyro's functional interface
 (:func:`numpyro.infer.hmc.hmc`) runs on the model's unconstrained parameters (NumPyro's
@@ -12,7 +12,7 @@ persistent compilation cache).
 **Start and labels.** Every chain starts at the maximum likelihood fit of :func:`lcbayes.em`
 (global over its restarts) plus independent ``N(0,`` :data:`START_JITTER` ``^2)`` noise in the
 unconstrained space. The posterior has ``K!`` modes that differ only by the classes' labels
-(:mod:`.bayes_model`: the prior is exchangeable); a chain started in one mode usually stays
+(:mod:`.model`: the prior is exchangeable); a chain started in one mode usually stays
 there. Each draw is then mapped to the labelling closest to the ML fit's (the relabelling
 minimising the squared distance of its item probabilities to the fit's); the number of draws
 that needed it is reported, so that a chain that crossed between modes shows.
@@ -30,8 +30,7 @@ import numpy as np
 from numpyro.infer.hmc import hmc
 from numpyro.infer.util import constrain_fn, potential_energy, unconstrain_fn
 
-from .bayes_data import Problem, Start
-from .bayes_model import (
+from .model import (
     BayesData,
     Drop,
     ModelSpec,
@@ -40,6 +39,7 @@ from .bayes_model import (
     relabel,
     unconstrained_layout,
 )
+from .problem import Problem, Start
 
 __all__ = ["EVAL_BATCH", "START_JITTER", "TARGET_ACCEPT", "Draws", "evaluate", "run_nuts"]
 

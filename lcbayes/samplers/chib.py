@@ -82,11 +82,16 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, logsumexp
 
+from ..engines.em import em
+from ..engines.em_result import EMResult
+from ..engines.run_record import start_engine
 from ..errors import ArgumentError
 from ..params import PriorSpec, proper_prior_tables, to_tables
 from ..render import JSONRecord, record_dict
-from ..samplers.bridge import log_permanent
-from ..samplers.gibbs import (
+from ..structure import Structure
+from ..validation import Seed, check_int, fit_data, prng_key, seed_record
+from .bridge import log_permanent
+from .gibbs import (
     LCData,
     LCPrior,
     LCState,
@@ -96,12 +101,7 @@ from ..samplers.gibbs import (
     lc_data,
     log_joint_parts,
 )
-from ..samplers.loops import sweeps
-from ..structure import Structure
-from ..validation import Seed, check_int, fit_data, prng_key, seed_record
-from .em import em
-from .em_result import EMResult
-from .run_record import start_engine
+from .loops import sweeps
 
 __all__ = ["CHAIN_SPREAD_SE", "MAX_CHAIN_SPREAD", "MIN_ORDINATE_ESS", "ChibResult", "chib",
            "ordinate_reliability"]

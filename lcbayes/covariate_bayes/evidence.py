@@ -1,7 +1,7 @@
 """Does this covariate matter? Does this outcome differ by class? Bayes factors with error
 bars: :func:`lcbayes.covariate_evidence` and :class:`CovariateEvidenceResult`.
 
-**The comparison.** Two models of the same rows with the same ``K`` (:mod:`.bayes_model`): the
+**The comparison.** Two models of the same rows with the same ``K`` (:mod:`.model`): the
 full one and the nested one that leaves the tested part out, either
 
 * ``test="covariates"``: membership ``softmax(x' beta)`` against intercept-only membership
@@ -13,7 +13,7 @@ The log Bayes factor is ``ln B = ln p(y | full) - ln p(y | nested)``; > 0 favour
 model (Kass & Raftery 1995: ``ln B`` above 1, 3, 5 is positive, strong, very strong
 evidence), and ``1 / (1 + e^-ln B)`` is the full model's posterior probability at even prior
 odds. Each evidence is estimated by bridge sampling from that model's NUTS draws
-(:mod:`.evidence_bridge`: Meng & Wong 1996, Gronau et al. 2017, a normal proposal in the
+(:mod:`.bridge`: Meng & Wong 1996, Gronau et al. 2017, a normal proposal in the
 unconstrained space symmetrised over the ``K!`` class labellings, Frühwirth-Schnatter's 2004
 relative error); the two runs are independent, so ``se(ln B) = sqrt(se_1^2 + se_2^2)``.
 
@@ -32,7 +32,7 @@ the estimates: every doubling of ``s`` lowers ``ln B`` by about ``n_tested ln 2`
 enough prior favours the nested model whatever the data, and ``s -> 0`` sends ``ln B`` to 0.
 A Bayes factor is therefore reported at a stated scale, with its sensitivity:
 ``sensitivity=(...)`` reruns both models at other scales (:meth:`prior_sensitivity`). The
-outcome's priors (:mod:`.bayes_model`) are fixed, so ``test="distal"`` moves little with
+outcome's priors (:mod:`.model`) are fixed, so ``test="distal"`` moves little with
 ``prior_scale``.
 
 Example::
@@ -57,22 +57,22 @@ import jax
 import numpy as np
 import pandas as pd
 
-from ...render import JSONRecord, fmt, record_dict, text_table
-from ...structure import Structure
-from ...validation import Seed, check_int, check_positive, prng_key, seed_record
-from ..run_record import start_engine
-from .bayes_data import CovariateSpec, DistalSpec, Problem, build_problem, check_drop, fit_start
-from .bayes_model import Drop, permutations, relabel
-from .bayes_nuts import Draws, evaluate
-from .bayes_posterior import (
+from ..engines.regression.fit import DistalType
+from ..engines.run_record import start_engine
+from ..render import JSONRecord, fmt, record_dict, text_table
+from ..structure import Structure
+from ..validation import Seed, check_int, check_positive, prng_key, seed_record
+from .bridge import BridgeEstimate, bridge_sampling
+from .model import Drop, permutations, relabel
+from .nuts import Draws, evaluate
+from .posterior import (
     DEFAULT_PRIOR_SCALE,
     CovariatePosteriorResult,
     check_sampling,
     posterior_result,
     sample_model,
 )
-from .evidence_bridge import BridgeEstimate, bridge_sampling
-from .fit import DistalType
+from .problem import CovariateSpec, DistalSpec, Problem, build_problem, check_drop, fit_start
 
 __all__ = ["CovariateEvidenceResult", "covariate_evidence", "model_evidence"]
 
@@ -92,7 +92,7 @@ class CovariateEvidenceResult(JSONRecord):
         log_evidence, stderr: ``(2,)`` each model's ``ln p(y)`` (natural log; a continuous
             outcome in its own units) and its standard error.
         iterations, mode_overlap, ess: ``(2,)`` per model: the bridge's fixed-point
-            iterations, the labellings' overlap (:mod:`.evidence_bridge`), the effective size
+            iterations, the labellings' overlap (:mod:`.bridge`), the effective size
             of the posterior draws' bridge terms.
         n_tested: parameters the nested model leaves out.
         prior_scale: the coefficients' prior SD (standardised covariates).
@@ -200,7 +200,7 @@ class CovariateEvidenceResult(JSONRecord):
 
 def model_evidence(problem: Problem, draws: Draws, drop: Drop, prior_scale: float,
                    key: jax.Array) -> BridgeEstimate:
-    """The bridge estimate (:mod:`.evidence_bridge`) of the model with ``drop`` left out
+    """The bridge estimate (:mod:`.bridge`) of the model with ``drop`` left out
     from its draws; a continuous outcome's evidence in its own units."""
     spec, data = problem.spec, problem.with_options(drop, prior_scale)
     perms = permutations(spec.n_classes)

@@ -17,7 +17,7 @@ every chain and the bridge uses the second halves, so ``q`` is not tuned to the 
 bridged with.
 
 **Proposal.** The posterior is invariant under the ``K!`` relabellings ``sigma`` of the classes
-(linear maps of ``u`` with determinant +-1, :func:`~.bayes_model.relabel`), so ``q`` is the
+(linear maps of ``u`` with determinant +-1, :func:`~.model.relabel`), so ``q`` is the
 symmetrised normal of Frühwirth-Schnatter (2004, §3)::
 
     q(u) = 1/K! sum_sigma N(sigma(u); m, S),
@@ -32,16 +32,10 @@ spread over several modes. ``mode_overlap`` reports how far they do: one minus t
 the posterior draws, of the share of ``q``'s density that comes from the identity labelling
 (0: separated modes; ``1 - 1/K!``: the labels are not identified at all).
 
-**Error.** Frühwirth-Schnatter's (2004, eq. 14) relative mean squared error, as Gronau et al.
-(2017, eq. 17) compute it::
-
-    RE^2 = Var_q(f_2) / (n_2 E_q(f_2)^2) + rho_f1(0) Var(f_1) / (n_1 E(f_1)^2),
-    f_1 = q / (s_1 p~/r + s_2 q)  at the posterior draws,
-    f_2 = (p~/r) / (s_1 p~/r + s_2 q)  at the proposal draws,
-
-``rho_f1(0) = n_1 / ESS(f_1)`` the normalised spectral density at frequency zero of the
-autocorrelated ``f_1`` (ArviZ's effective sample size of the mean, over the chains). The
-standard error of ``ln r`` is ``RE`` (delta method).
+**Error.** Frühwirth-Schnatter's (2004, eq. 14) relative mean squared error of the
+estimate, with the autocorrelation of the NUTS chains in it
+(:func:`lcbayes.samplers.bridge.bridge_relative_error`, the one implementation of it); the
+standard error of ``ln r`` is its square root (delta method).
 """
 
 from __future__ import annotations
@@ -53,9 +47,8 @@ import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 from scipy.special import logsumexp
 
-from ...errors import LcbayesError
-from ...samplers.bridge import BRIDGE_ITERATIONS, bridge_fixed_point
-from ...samplers.idata import arviz
+from ..errors import LcbayesError
+from ..samplers.bridge import BRIDGE_ITERATIONS, bridge_fixed_point, bridge_relative_error
 
 __all__ = ["BridgeEstimate", "bridge_sampling"]
 
@@ -115,15 +108,8 @@ def bridge_sampling(u: np.ndarray, log_p: np.ndarray, log_p_of: Callable[[np.nda
     log_q2, _ = log_q(proposal)
     l1 = log_p[:, half:].reshape(-1) - log_q1
     l2 = np.nan_to_num(log_p_of(proposal), nan=-np.inf) - log_q2
-    n1, n2 = l1.size, l2.size
-    log_s1, log_s2 = np.log(n1 / (n1 + n2)), np.log(n2 / (n1 + n2))
     log_r = float(bridge_fixed_point(l1, l2)[0])
-    iterations = BRIDGE_ITERATIONS
-    f1 = np.exp(-np.logaddexp(log_s1 + l1 - log_r, log_s2))
-    f2 = np.exp(l2 - log_r - np.logaddexp(log_s1 + l2 - log_r, log_s2))
-    ess = float(arviz().ess(f1.reshape(chains, n_draws - half), method="mean"))
-    re2 = (f2.var(ddof=1) / (n2 * f2.mean() ** 2)
-           + f1.var(ddof=1) / (min(ess, n1) * f1.mean() ** 2))
+    relative_error, ess = bridge_relative_error(l1, l2, log_r, chains)
     overlap = 1.0 - float(np.mean(identity_share))
-    return BridgeEstimate(float(log_r), float(np.sqrt(re2)), iterations, max(overlap, 0.0),
-                          n1, n2, ess)
+    return BridgeEstimate(log_r, relative_error, BRIDGE_ITERATIONS, max(overlap, 0.0),
+                          l1.size, l2.size, ess)
