@@ -61,3 +61,13 @@ def test_the_evidence_page_opens_with_the_trust_table():
     first_section = next(i for i, line in enumerate(lines) if line.startswith("## "))
     assert lines[first_table] == trust_table().splitlines()[0]
     assert first_table < first_section
+
+
+def test_the_compare_page_prints_every_registered_flag():
+    import lcbayes.comparison.methods  # noqa: F401  (registers the methods' own flags)
+    from lcbayes.comparison.flags import flag_table
+
+    page = (DOCS.parent / "compare.md").read_text(encoding="utf-8")
+    assert flag_table() in page
+    assert all(f"| `{flag.name}` |" in flag_table() for flag in registry.flags())
+    assert "`smc_below_vbem`" in flag_table() and "`bic_singular`" in flag_table()

@@ -47,12 +47,14 @@ import numpy as np
 from ..engines.em_result import EMResult
 from ..render import plural
 from .policy import AIS_BELOW_VBEM_SE, AIS_MIN_ESS_FRACTION, AIS_NO_ESTIMATE_ESS, AIS_OFF_EXACT_SE
+from . import registry
 from .registry import Flag, register_flag
 
 __all__ = ["AIS_BELOW_VBEM", "AIS_BELOW_VBEM_SE", "AIS_LOW_ESS", "AIS_MIN_ESS_FRACTION",
            "AIS_NO_ESTIMATE", "AIS_NO_ESTIMATE_ESS", "AIS_OFF_EXACT", "AIS_OFF_EXACT_SE",
            "BIC_SINGULAR", "CHIB_UNRELIABLE", "EMPTY_CLASS_Z", "EM_FLAGS", "EM_LOCAL_OPTIMUM",
-           "LOCAL_OPTIMUM_TOL", "NOT_CONVERGED", "SHORT_CODES", "SINGULAR_LEVEL", "short_code",
+           "LOCAL_OPTIMUM_TOL", "NOT_CONVERGED", "SHORT_CODES", "SINGULAR_LEVEL", "flag_table",
+           "short_code",
            "singular_reasons"]
 
 #: ``bic_singular`` (1): a class share within this many standard errors of zero is "empty".
@@ -278,3 +280,13 @@ def short_code(name: str) -> str:
     """The flag's code in the narrow text table (:data:`SHORT_CODES`; a flag registered
     elsewhere keeps its name)."""
     return SHORT_CODES.get(name, name)
+
+
+def flag_table() -> str:
+    """The guide's Markdown table of every registered flag (``registry.flags()``, so the
+    methods' own flags too once :mod:`lcbayes.comparison.methods` is imported): its name, its
+    code in the narrow text table and its description."""
+    lines = ["| flag | code | what it says |", "|---|---|---|"]
+    lines += [f"| `{flag.name}` | {short_code(flag.name)} | {flag.description} |"
+              for flag in registry.flags()]
+    return "\n".join(lines)
