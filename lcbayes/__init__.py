@@ -98,6 +98,9 @@ API: dict[str, str] = {
     "RelabelResult": "lcbayes.samplers.relabelling",
     "diagnostics": "lcbayes.samplers.diagnostics",
     "DiagnosticsResult": "lcbayes.samplers.diagnostics",
+    # checking a posterior
+    "loo": "lcbayes.checking.loo",
+    "LOOResult": "lcbayes.checking.loo",
     "RhatWarning": "lcbayes.samplers.diagnostics",
     # scores
     "to_deviance_scale": "lcbayes.scores",

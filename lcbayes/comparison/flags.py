@@ -46,8 +46,8 @@ import numpy as np
 
 from ..engines.em_result import EMResult
 from ..render import plural
-from .policy import AIS_BELOW_VBEM_SE, AIS_MIN_ESS_FRACTION, AIS_NO_ESTIMATE_ESS, AIS_OFF_EXACT_SE
 from . import registry
+from .policy import AIS_BELOW_VBEM_SE, AIS_MIN_ESS_FRACTION, AIS_NO_ESTIMATE_ESS, AIS_OFF_EXACT_SE
 from .registry import Flag, register_flag
 
 __all__ = ["AIS_BELOW_VBEM", "AIS_BELOW_VBEM_SE", "AIS_LOW_ESS", "AIS_MIN_ESS_FRACTION",

@@ -59,6 +59,7 @@ from ..validation import Seed, check_int, fit_data, prng_key, seed_record
 from .idata import lc_inference_data
 from .loops import kept_counts, padded_size, sweeps
 from .network_gibbs import check_network, network_gibbs
+from .pointwise import with_log_likelihood
 from .results import GibbsResult
 
 __all__ = ["GibbsResult", "LCData", "LCPrior", "LCState", "gibbs", "gibbs_sweep", "keyed_sweep",
@@ -338,4 +339,5 @@ def gibbs(structure: Structure, data, *, draws: int = 1000, warmup: int = 500,
         np.asarray(log_joint),
         attrs={"engine": "gibbs", **settings, "seed": json_value(settings["seed"]),
                "seconds": seconds})
+    with_log_likelihood(idata, structure, data)
     return GibbsResult(idata=idata, structure=structure, settings=settings, seconds=seconds)

@@ -65,6 +65,7 @@ from ..structure import Structure
 from ..validation import prng_key, seed_record
 from .idata import network_inference_data
 from .loops import kept_counts, sweeps
+from .pointwise import with_log_likelihood
 from .results import GibbsResult
 
 __all__ = ["NetworkData", "check_network", "complete_counts", "network_data", "network_gibbs",
@@ -240,4 +241,5 @@ def network_gibbs(structure: Structure, data: Dataset, counts: dict, seed, prior
         structure, data, np.exp(log_x), loglik, log_joint,
         attrs={"engine": "gibbs", **settings, "seed": json_value(settings["seed"]),
                "seconds": seconds})
+    with_log_likelihood(idata, structure, data)
     return GibbsResult(idata=idata, structure=structure, settings=settings, seconds=seconds)
