@@ -101,6 +101,8 @@ API: dict[str, str] = {
     # checking a posterior
     "loo": "lcbayes.checking.loo",
     "LOOResult": "lcbayes.checking.loo",
+    "posterior_predictive_check": "lcbayes.checking.ppc",
+    "PPCResult": "lcbayes.checking.ppc",
     "RhatWarning": "lcbayes.samplers.diagnostics",
     # scores
     "to_deviance_scale": "lcbayes.scores",

@@ -107,6 +107,8 @@ CASES: dict[str, Callable[[dict], object]] = {
                                         batches=4, fit=done["_map"]),
     "GibbsResult": lambda done: lcb.gibbs(lc2(), data(), draws=40, warmup=40, chains=2, seed=0),
     "RelabelResult": lambda done: lcb.relabel(done["GibbsResult"], method="ecr"),
+    "PPCResult": lambda done: lcb.posterior_predictive_check(done["GibbsResult"], data(),
+                                                             draws=30),
     "LOOResult": lambda done: lcb.loo(lcb.gibbs(lc2(), data(), draws=60, warmup=40, chains=2,
                                                 seed=0), data(), refit="none"),
     "RJMCMCResult": lambda done: lcb.rjmcmc(data(), max_classes=3, draws=40, warmup=40,

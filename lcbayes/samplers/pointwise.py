@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     import arviz as az
     import xarray as xr
 
-__all__ = ["MAX_ROW_ENTRIES", "draw_tables", "log_likelihood_group", "pattern_log_likelihood",
+__all__ = ["MAX_ROW_ENTRIES", "draw_tables", "draws_log_likelihood", "log_likelihood_group",
+           "pattern_log_likelihood",
            "with_log_likelihood"]
 
 #: The most ``chains x draws x rows`` values a ``log_likelihood`` group holds (160 MB of
@@ -54,7 +55,7 @@ def draw_tables(structure: Structure, posterior: xr.Dataset) -> list[np.ndarray]
             raise LcbayesError(f"the posterior has no {var!r}: these are not draws of this "
                                "structure")
         values = np.asarray(posterior[var].transpose("chain", "draw", ...).values, dtype=float)
-        tables.append(values.reshape(chains, draws, *structure.cpt_shape(i)))
+        tables.append(values.reshape(chains, draws, *structure.table_shapes[i]))
     return tables
 
 
@@ -63,27 +64,35 @@ def _chunk_log_likelihood(structure: Structure, log_tables, evidence) -> jax.Arr
     return jax.vmap(lambda tables: log_marginal(structure, tables, evidence))(log_tables)
 
 
-def pattern_log_likelihood(structure: Structure, patterns: np.ndarray,
-                           posterior: xr.Dataset) -> np.ndarray:
-    """``(C, D, P)``: ``ln p(y_p | theta^(c, d))`` of every pattern (``(P, J)`` codes of the
-    structure's observed columns, ``-1`` missing) at every draw of ``posterior``."""
-    tables = draw_tables(structure, posterior)
-    chains, draws = tables[0].shape[:2]
+def draws_log_likelihood(structure: Structure, tables: list[np.ndarray],
+                         patterns: np.ndarray) -> np.ndarray:
+    """``(S, P)``: ``ln p(y_p | theta^(s))`` of every pattern (``(P, J)`` codes of the
+    structure's observed columns, ``-1`` missing) under every draw's CPTs (``tables`` in node
+    order, each ``(S, q, r)``)."""
+    n_draws = tables[0].shape[0]
     if any(np.isnan(t).any() for t in tables):
         raise LcbayesError("some draws have unused class slots (NaN): condition the draws on "
                            "one number of classes first (lcbayes.samplers.idata.condition_on_k)")
-    flat = [t.reshape(chains * draws, *t.shape[2:]) for t in tables]
     evidence = prepare(structure, jnp.asarray(patterns))
-    out = np.empty((chains * draws, len(patterns)))
+    out = np.empty((n_draws, len(patterns)))
     with np.errstate(divide="ignore"):
-        for start in range(0, chains * draws, DRAW_CHUNK):
-            part = [np.log(t[start:start + DRAW_CHUNK]) for t in flat]
+        for start in range(0, n_draws, DRAW_CHUNK):
+            part = [np.log(t[start:start + DRAW_CHUNK]) for t in tables]
             size = part[0].shape[0]
             padded = tuple(jnp.asarray(np.concatenate(
-                [p, np.repeat(p[-1:], DRAW_CHUNK - size, axis=0)])) for p in part)
+                [q, np.repeat(q[-1:], DRAW_CHUNK - size, axis=0)])) for q in part)
             out[start:start + size] = np.asarray(
                 _chunk_log_likelihood(structure, padded, evidence))[:size]
-    return out.reshape(chains, draws, len(patterns))
+    return out
+
+
+def pattern_log_likelihood(structure: Structure, patterns: np.ndarray,
+                           posterior: xr.Dataset) -> np.ndarray:
+    """``(C, D, P)``: :func:`draws_log_likelihood` at every draw of ``posterior``."""
+    tables = draw_tables(structure, posterior)
+    chains, draws = tables[0].shape[:2]
+    flat = [t.reshape(chains * draws, *t.shape[2:]) for t in tables]
+    return draws_log_likelihood(structure, flat, patterns).reshape(chains, draws, len(patterns))
 
 
 def log_likelihood_group(data: Dataset, pattern_ll: np.ndarray) -> xr.Dataset | None:
