@@ -12,7 +12,7 @@ import pytest
 
 import lcbayes as lcb
 from lcbayes.checking.loo import MIN_DRAWS, pareto_threshold
-from lcbayes.errors import ArgumentError, ArgumentTypeError
+from lcbayes.errors import ArgumentError, ArgumentTypeError, LcbayesError
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +127,14 @@ def test_too_few_draws_and_wrong_results_are_refused(carcinoma):
 def test_the_pareto_threshold_is_arviz_s():
     assert pareto_threshold(1000) == pytest.approx(2 / 3)
     assert pareto_threshold(10 ** 6) == 0.7
+
+
+def test_reversible_jump_draws_are_checked_at_one_number_of_classes(carcinoma):
+    jump = lcb.rjmcmc(carcinoma, max_classes=4, draws=300, warmup=100, chains=2, seed=0)
+    at_modal = lcb.loo(jump, carcinoma, refit="none")
+    assert at_modal.n_classes == jump.modal_k == 3
+    assert np.isfinite(at_modal.elpd_loo) and at_modal.n_rows == carcinoma.n_rows
+    check = lcb.posterior_predictive_check(jump, carcinoma, n_classes=3, draws=100)
+    assert check.n_classes == 3 and check.g2_ppp > 0.05
+    with pytest.raises(LcbayesError, match="no draw has n_classes=9"):
+        lcb.loo(jump, carcinoma, n_classes=9)

@@ -45,12 +45,13 @@ import pandas as pd
 from scipy.special import logsumexp
 
 from ..data import Dataset
-from ..errors import ArgumentError, ArgumentTypeError
+from ..errors import ArgumentError
 from ..render import JSONRecord, fmt, plural, text_table
 from ..samplers.idata import arviz, xarray
 from ..samplers.pointwise import pattern_log_likelihood
-from ..samplers.results import GibbsResult
-from ..validation import Seed, check_choice, fit_data
+from ..samplers.results import GibbsResult, RJMCMCResult
+from ..validation import Seed, check_choice
+from .draws import FixedDraws, fixed_draws
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -233,14 +234,18 @@ def _summed(values: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
     return total, math.sqrt(n * var)
 
 
-def loo(result: GibbsResult, data, *, refit: Literal["bad", "all", "none"] = "bad",
-        seed: Seed = 0) -> LOOResult:
+def loo(result: GibbsResult | RJMCMCResult, data, *, n_classes: int | None = None,
+        refit: Literal["bad", "all", "none"] = "bad", seed: Seed = 0) -> LOOResult:
     """PSIS-LOO and WAIC of posterior draws (module docstring).
 
     Args:
         result: posterior draws at a fixed structure: :func:`lcbayes.gibbs` of a latent class
-            model, an HLC tree or a DAG.
+            model, an HLC tree or a DAG, or :func:`lcbayes.rjmcmc` /
+            :func:`lcbayes.allocation_sampler` draws, conditioned on ``n_classes``
+            (:mod:`.draws`).
         data: the data the draws were made on.
+        n_classes: with reversible jump draws, the number of classes (default: the most
+            probable).
         refit: which patterns get exact leave-one-out by sampling the posterior again without
             one of their rows: ``"bad"`` (default; those whose Pareto ``k`` is above the
             threshold), ``"all"`` (exact LOO) or ``"none"``.
@@ -249,14 +254,9 @@ def loo(result: GibbsResult, data, *, refit: Literal["bad", "all", "none"] = "ba
     Returns:
         A :class:`LOOResult`; :meth:`~LOOResult.to_elpd_data` gives ArviZ's ``ELPDData``.
     """
-    if not isinstance(result, GibbsResult):
-        raise ArgumentTypeError(
-            f"loo needs posterior draws at a fixed structure (lcb.gibbs(...)), got "
-            f"{type(result).__name__}")
     check_choice(refit, "refit", REFITS)
-    structure = result.structure
-    data = fit_data(structure, data)
-    posterior = result.idata["posterior"]
+    draws = fixed_draws(result, data, n_classes, "loo")
+    structure, data, posterior = draws.structure, draws.data, draws.posterior
     n_draws = posterior.sizes["chain"] * posterior.sizes["draw"]
     if n_draws < MIN_DRAWS:
         raise ArgumentError(f"PSIS-LOO needs at least {MIN_DRAWS} posterior draws (chains x "
@@ -275,11 +275,11 @@ def loo(result: GibbsResult, data, *, refit: Literal["bad", "all", "none"] = "ba
     chosen = (np.arange(len(counts)) if refit == "all"
               else np.flatnonzero(k > good_k) if refit == "bad" else np.array([], dtype=int))
     refitted = np.zeros(len(counts), dtype=bool)
-    if len(chosen) and result.settings.get("prior") == "custom":
+    if len(chosen) and draws.settings["prior"] == "custom":
         raise ArgumentError("loo cannot refit draws made under a custom prior (the result does "
                             "not keep it): pass refit='none', or sample with a named prior")
     for p in chosen:
-        elpd[p], mcse[p] = _exact_pattern(result, data, int(p), seed)
+        elpd[p], mcse[p] = _exact_pattern(draws, int(p), seed)
         refitted[p] = True
     lppd_p = logsumexp(ll, axis=1) - math.log(n_draws)
     elpd_loo, se = _summed(elpd, counts)
@@ -297,19 +297,17 @@ def loo(result: GibbsResult, data, *, refit: Literal["bad", "all", "none"] = "ba
                    if structure.kind == "latent_class" else None))
 
 
-def _exact_pattern(result: GibbsResult, data: Dataset, p: int, seed) -> tuple[float, float]:
+def _exact_pattern(draws: FixedDraws, p: int, seed) -> tuple[float, float]:
     """``(ln p(y_i | y_-i), its Monte Carlo error)`` for a row ``i`` of pattern ``p``: the
-    posterior sampled again by :func:`lcbayes.gibbs` with its settings on the data less that
-    row."""
+    posterior sampled again by :func:`lcbayes.gibbs` with the draws' settings on the data less
+    that row."""
     from ..samplers.gibbs import gibbs
+    data = draws.data
     counts = np.asarray(data.counts, dtype=float).copy()
     counts[p] -= 1
     rest = Dataset.from_patterns(data.patterns, counts, data.columns, data.labels)
-    settings = result.settings
-    again = gibbs(result.structure, rest, draws=settings["draws"], warmup=settings["warmup"],
-                  chains=settings["chains"], thin=settings["thin"], seed=seed,
-                  prior=settings["prior"])
-    ll = pattern_log_likelihood(result.structure, data.patterns[p:p + 1],
+    again = gibbs(draws.structure, rest, seed=seed, **draws.settings)
+    ll = pattern_log_likelihood(draws.structure, data.patterns[p:p + 1],
                                 again.idata["posterior"]).reshape(1, -1)
     value = float(logsumexp(ll) - math.log(ll.shape[1]))
     efficiency = _likelihood_efficiency(ll, again.idata["posterior"].sizes["chain"])

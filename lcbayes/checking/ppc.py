@@ -46,12 +46,13 @@ import numpy as np
 import pandas as pd
 
 from ..encoding import pattern_keys
-from ..errors import ArgumentError, ArgumentTypeError
+from ..errors import ArgumentError
 from ..render import JSONRecord, fmt, plural, text_table
 from ..samplers.idata import arviz, xarray
 from ..samplers.pointwise import draw_tables, draws_log_likelihood
-from ..samplers.results import GibbsResult
-from ..validation import Seed, check_int, check_seed, fit_data, numpy_rng
+from ..samplers.results import GibbsResult, RJMCMCResult
+from ..validation import Seed, check_int, check_seed, numpy_rng
+from .draws import fixed_draws
 from .replicates import item_pairs, margin_probes, pair_probes, replicate, row_log_likelihood
 
 if TYPE_CHECKING:
@@ -248,14 +249,18 @@ def _association(tables: np.ndarray) -> np.ndarray:
     return terms.sum(axis=(-2, -1))
 
 
-def posterior_predictive_check(result: GibbsResult, data, *, draws: int = 500,
+def posterior_predictive_check(result: GibbsResult | RJMCMCResult, data, *,
+                               n_classes: int | None = None, draws: int = 500,
                                top_patterns: int = 10, seed: Seed = 0) -> PPCResult:
     """Posterior predictive checks of posterior draws (module docstring).
 
     Args:
         result: posterior draws at a fixed structure (:func:`lcbayes.gibbs` of a latent class
-            model, an HLC tree or a DAG).
+            model, an HLC tree or a DAG), or reversible jump / allocation-sampler draws
+            conditioned on ``n_classes`` (:mod:`.draws`).
         data: the data the draws were made on.
+        n_classes: with reversible jump draws, the number of classes (default: the most
+            probable).
         draws: replicated data sets, one per draw, the draws spread evenly over the chains
             (all of them where there are fewer).
         top_patterns: the most frequent patterns whose counts are checked.
@@ -265,16 +270,11 @@ def posterior_predictive_check(result: GibbsResult, data, *, draws: int = 500,
         A :class:`PPCResult`; ``to_inference_data()`` has ``posterior_predictive`` and
         ``observed_data`` for ArviZ's plots, ``pairs_figure()`` the local-dependence map.
     """
-    if not isinstance(result, GibbsResult):
-        raise ArgumentTypeError(
-            "posterior_predictive_check needs posterior draws at a fixed structure "
-            f"(lcb.gibbs(...)), got {type(result).__name__}")
     draws = check_int(draws, "draws", 1)
     top_patterns = check_int(top_patterns, "top_patterns", 1)
     seed = check_seed(seed)
-    structure = result.structure
-    data = fit_data(structure, data)
-    posterior = result.idata["posterior"]
+    fixed = fixed_draws(result, data, n_classes, "posterior_predictive_check")
+    structure, data, posterior = fixed.structure, fixed.data, fixed.posterior
     all_tables = draw_tables(structure, posterior)
     total = all_tables[0].shape[0] * all_tables[0].shape[1]
     if total < 2:
