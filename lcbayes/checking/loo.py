@@ -50,13 +50,15 @@ from ..render import JSONRecord, fmt, plural, text_table
 from ..samplers.idata import arviz, xarray
 from ..samplers.pointwise import pattern_log_likelihood
 from ..samplers.results import GibbsResult, RJMCMCResult
-from ..validation import Seed, check_choice
+from ..structure import Structure
+from ..validation import Seed, check_choice, check_int
 from .draws import FixedDraws, fixed_draws
 
 if TYPE_CHECKING:
     import xarray as xr
 
-__all__ = ["MIN_DRAWS", "REFITS", "LOOResult", "loo", "pareto_threshold"]
+__all__ = ["COMPARE_REFITS", "MIN_DRAWS", "REFITS", "LOOResult", "loo", "pareto_threshold",
+           "sampled_loo"]
 
 #: Posterior draws (chains x draws) that PSIS needs at least: the Pareto fit uses the largest
 #: ``min(S / 5, 3 sqrt(S))`` ratios, which must be enough to fit two parameters.
@@ -64,6 +66,8 @@ MIN_DRAWS = 100
 #: Which patterns get exact leave-one-out by refitting: ``"bad"`` (Pareto k above the
 #: threshold), ``"all"`` or ``"none"``.
 REFITS = ("bad", "all", "none")
+#: The most patterns of one candidate :func:`sampled_loo` (``compare``'s) refits exactly.
+COMPARE_REFITS = 10
 
 
 def pareto_threshold(n_draws: int) -> float:
@@ -235,7 +239,8 @@ def _summed(values: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
 
 
 def loo(result: GibbsResult | RJMCMCResult, data, *, n_classes: int | None = None,
-        refit: Literal["bad", "all", "none"] = "bad", seed: Seed = 0) -> LOOResult:
+        refit: Literal["bad", "all", "none"] = "bad", max_refits: int | None = None,
+        seed: Seed = 0) -> LOOResult:
     """PSIS-LOO and WAIC of posterior draws (module docstring).
 
     Args:
@@ -249,6 +254,9 @@ def loo(result: GibbsResult | RJMCMCResult, data, *, n_classes: int | None = Non
         refit: which patterns get exact leave-one-out by sampling the posterior again without
             one of their rows: ``"bad"`` (default; those whose Pareto ``k`` is above the
             threshold), ``"all"`` (exact LOO) or ``"none"``.
+        max_refits: with ``refit="bad"``, refit at most this many patterns, those of highest
+            ``k`` (``None``: all); the rest keep their PSIS value and the result is not
+            :attr:`~LOOResult.reliable`.
         seed: the seed of the refits' draws.
 
     Returns:
@@ -274,6 +282,9 @@ def loo(result: GibbsResult | RJMCMCResult, data, *, n_classes: int | None = Non
     good_k = pareto_threshold(n_draws)
     chosen = (np.arange(len(counts)) if refit == "all"
               else np.flatnonzero(k > good_k) if refit == "bad" else np.array([], dtype=int))
+    if refit == "bad" and max_refits is not None:
+        chosen = chosen[np.argsort(-k[chosen], kind="stable")][:check_int(max_refits,
+                                                                          "max_refits", 0)]
     refitted = np.zeros(len(counts), dtype=bool)
     if len(chosen) and draws.settings["prior"] == "custom":
         raise ArgumentError("loo cannot refit draws made under a custom prior (the result does "
@@ -312,3 +323,14 @@ def _exact_pattern(draws: FixedDraws, p: int, seed) -> tuple[float, float]:
     value = float(logsumexp(ll) - math.log(ll.shape[1]))
     efficiency = _likelihood_efficiency(ll, again.idata["posterior"].sizes["chain"])
     return value, float(_weighted_mcse(ll, np.zeros_like(ll), efficiency)[0])
+
+
+def sampled_loo(structure: Structure, data, *, draws: int = 1000, warmup: int = 500,
+                chains: int = 4, thin: int = 1, refit: Literal["bad", "all", "none"] = "bad",
+                max_refits: int | None = COMPARE_REFITS, seed: Seed = 0) -> LOOResult:
+    """:func:`lcbayes.gibbs` draws of ``structure`` and their :func:`loo`: what
+    ``compare(methods=[..., "loo"])`` and ``lcbayes check`` run per model."""
+    from ..samplers.gibbs import gibbs
+    result = gibbs(structure, data, draws=draws, warmup=warmup, chains=chains, thin=thin,
+                   seed=seed)
+    return loo(result, data, refit=refit, max_refits=max_refits, seed=seed)

@@ -273,7 +273,7 @@ SHORT_CODES = {"ais_below_vbem": "AB", "ais_low_ess": "AE", "ais_no_estimate": "
                "ais_off_exact": "AX", "chib_unreliable": "CU", "not_converged": "NC",
                "em_local_optimum": "LO", "bic_singular": "SG", "evidence_disagree": "ED",
                "smc_below_vbem": "SB", "smc_reference_moving": "RM", "smc_no_estimate": "SN",
-               "chib_disagree": "CD"}
+               "chib_disagree": "CD", "loo_unreliable": "LU"}
 
 
 def short_code(name: str) -> str:

@@ -28,6 +28,8 @@ Each runs with the comparison's ``seed`` (and ``restarts`` where it has them) an
   Dirichlet(1) prior), every variant from one Hessian.
 * ``chib``: :func:`lcbayes.chib` (Whiley §4.2), for latent class candidates of at most 12
   classes (``None`` otherwise).
+* ``loo``: Gibbs draws of the candidate and their PSIS-LOO
+  (:func:`lcbayes.checking.loo.sampled_loo`).
 
 EM, VBEM, SMC and bridge sampling (up to :data:`SMC_PADDING_ROWS` rows) and AIS (``"rw"``
 kernel) run latent class candidates with ``pad_classes`` (the largest number of classes among them,
@@ -42,6 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..checking.loo import sampled_loo
 from ..constructors import latent_class
 from ..dimension import effective_dimension
 from ..engines.ais import ais
@@ -177,6 +180,10 @@ def _laplace(structure, data, settings, fits):
                    **_options(settings, "laplace"))
 
 
+def _loo(structure, data, settings, fits):
+    return sampled_loo(structure, data, seed=settings["seed"], **_options(settings, "loo"))
+
+
 def _chib(structure, data, settings, fits):
     if structure.kind != "latent_class" or structure.n_classes > MAX_CLASSES:
         return None
@@ -203,3 +210,4 @@ register_need(Need("bridge", "bridge sampling", _bridge, optional=True, after=()
                    engine=bridge_sampling))
 register_need(Need("laplace", "Laplace", _laplace, after=(), engine=laplace))
 register_need(Need("chib", "Chib", _chib, after=(), engine=chib))
+register_need(Need("loo", "LOO", _loo, after=(), engine=sampled_loo))

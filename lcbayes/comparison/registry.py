@@ -107,6 +107,9 @@ class Method:
         plot: ``(label, colour, marker)`` of the ranked column in the scores figure.
         default: whether :func:`lcbayes.compare` runs it when ``methods`` is not given.
         selectable: ``False`` for a method controlled by its own argument (``exact``).
+        across: ``across(fits) -> [{column: value}, ...]`` for columns that compare the
+            candidates with each other (a difference to the best, weights), from every
+            candidate's :class:`~lcbayes.comparison.needs.CandidateFits`; ``None``: none.
     """
 
     name: str
@@ -120,6 +123,7 @@ class Method:
     plot: tuple[str, str, str] | None = None
     default: bool = True
     selectable: bool = True
+    across: Callable[[list[Any]], list[dict[str, float]]] | None = None
 
 
 @dataclass(frozen=True)

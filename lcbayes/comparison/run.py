@@ -29,7 +29,7 @@ import pandas as pd
 
 from ..data import Dataset
 from ..engines.em import em
-from ..errors import LcbayesError, TooLargeError
+from ..errors import ArgumentError, LcbayesError, TooLargeError
 from ..execution import Executor, SerialExecutor
 from ..execution import executor as open_executor
 from ..progress import new_bar
@@ -270,6 +270,9 @@ def compare(
         raise LcbayesError(f"data must be a lcbayes Dataset or a pandas DataFrame, got "
                            f"{type(data).__name__}")
     methods = check_methods(methods)
+    if "loo" in methods and (covariates is not None or distal is not None):
+        raise ArgumentError("methods 'loo' cannot be given with covariates or distal: it would "
+                            "cross-validate the models without them; leave loo out")
     if exact not in ("auto", True, False):
         raise LcbayesError(f"exact must be 'auto', True or False, got {exact!r}")
     seed = check_seed(seed)

@@ -185,7 +185,13 @@ class ComparisonResult:
     @cached_property
     def rows(self) -> list[dict]:
         """Per candidate, its identity and score columns (before flags and evidence)."""
-        return [self._scores(i) for i in range(len(self.names))]
+        rows = [self._scores(i) for i in range(len(self.names))]
+        fits = [self.candidate_fits(i) for i in range(len(self.names))]
+        for m in registry.methods():
+            if m.across is not None and (m.name in self.methods or not m.selectable):
+                for row, extra in zip(rows, m.across(fits), strict=True):
+                    row.update(extra)
+        return rows
 
     def _scores(self, i: int) -> dict:
         s = self.structures[i]
@@ -303,15 +309,14 @@ class ComparisonResult:
         return range(min(ks), max(ks) + 4)
 
     def notes(self) -> list[str]:
-        """Notes on the whole comparison for the reader (the best candidate at the edge of the
-        range); empty when there is nothing to say."""
-        wider = self.wider_classes()
-        if wider is None:
-            return []
-        return [f"{self.best}, the largest number of classes compared, has the highest "
-                f"{self.criterion_label}: more classes may fit better. Compare a wider range, e.g. "
-                f"--n-classes {wider.start}-{wider.stop - 1} (n_classes=range({wider.start}, "
-                f"{wider.stop}) in Python)."]
+        """Notes for the reader (:func:`.notes.comparison_notes`); empty if none."""
+        from .notes import comparison_notes
+        return comparison_notes(self)
+
+    def loo_best(self) -> str | None:
+        """The candidate of highest ``elpd_loo`` (:func:`.notes.loo_best`)."""
+        from .notes import loo_best
+        return loo_best(self)
 
     def settings_block(self, *, data_name: str | None = None) -> dict[str, str]:
         """The settings block at the top of every report: the data (``data_name``, e.g. the

@@ -9,6 +9,7 @@ registers them (in this order, which is the order of the table's columns)::
     laplace, laplace_block, laplace_diag, draper, mled, chib
                                       Whiley 1999 ch. 4 (not run by default)
     exact                             the exact evidence, where the sum is small enough
+    loo                               PSIS leave-one-out cross-validation (not run by default)
 
 To add a method, write a module like these (a :class:`~lcbayes.comparison.Method` called
 ``METHOD``) and add it to :data:`BUILT_IN` below, or call :func:`lcbayes.comparison.register`
@@ -38,6 +39,7 @@ from . import (
     laplace_block,
     laplace_diag,
     lmr,
+    loo,
     mled,
     smc,
     vbem,
@@ -49,4 +51,4 @@ __all__ = ["BUILT_IN"]
 BUILT_IN = tuple(register(m.METHOD) for m in (bic, bic_e, aic, icl, cs, bicp, abic, caic,
                                                entropy, lmr, blrt, vbem, smc, ais, laplace,
                                                laplace_block, laplace_diag, draper, mled,
-                                               chib, exact))
+                                               chib, exact, loo))
