@@ -57,7 +57,8 @@ def data() -> lcb.Dataset:
 def test_the_built_in_methods_are_registered():
     assert selectable_methods() == ("bic", "bic_e", "aic", "icl", "cs", "bicp", "abic", "caic",
                                     "entropy", "lmr", "blrt", "vbem", "smc", "ais", "laplace",
-                                    "laplace_block", "laplace_diag", "draper", "mled", "chib", "loo")
+                                    "laplace_block", "laplace_diag", "draper", "mled", "chib",
+                                    "loo")
     assert default_methods() == ("bic", "bic_e", "aic", "icl", "cs", "vbem", "smc")
 
 

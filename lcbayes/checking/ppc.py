@@ -159,19 +159,24 @@ class PPCResult(JSONRecord):
                 coords={"pattern": pattern}))
 
     def pairs_figure(self, level: float = MISFIT_LEVEL) -> Figure:
-        """A heat map of the item pairs' ppp (dark: misfit), the misfitting pairs named in the
-        caption."""
+        """A heat map of the item pairs' ppp on a log scale (dark: misfit), each cell labelled
+        with its ppp where the items are few, the misfitting pairs named in the title."""
         from matplotlib.figure import Figure
         n = len(self.columns)
         grid = np.full((n, n), np.nan)
+        floor = 1.0 / (self.n_replicates + 1)
         for (i, j), p in zip(self.pairs, self.pair_ppp, strict=True):
-            grid[j, i] = p
-        fig = Figure(figsize=(1.2 + 0.45 * n, 1.0 + 0.45 * n), layout="constrained")
+            grid[j, i] = -np.log10(max(p, floor))
+        fig = Figure(figsize=(1.6 + 0.5 * n, 1.2 + 0.45 * n), layout="constrained")
         ax = fig.add_subplot()
-        image = ax.imshow(grid, cmap="magma", vmin=0.0, vmax=1.0)
+        image = ax.imshow(grid, cmap="Reds", vmin=0.0, vmax=3.0)
+        if n <= 12:
+            for (i, j), p in zip(self.pairs, self.pair_ppp, strict=True):
+                ax.text(i, j, f"{p:.2f}", ha="center", va="center", fontsize=7,
+                        color="white" if grid[j, i] > 1.5 else "black")
         ax.set_xticks(range(n), self.columns, rotation=90)
         ax.set_yticks(range(n), self.columns)
-        fig.colorbar(image, ax=ax, label="posterior predictive p (pair table)")
+        fig.colorbar(image, ax=ax, label="-log10 ppp of the pair's association")
         bad = self.misfitting_pairs(level)
         named = ", ".join(f"{a} x {b}" for a, b in bad[:6]) + (" ..." if len(bad) > 6 else "")
         ax.set_title(f"Local dependence: {plural(len(bad), 'pair')} with ppp < {level:g}"

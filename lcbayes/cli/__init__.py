@@ -2,6 +2,7 @@
 
 * ``lcbayes fit`` (:mod:`.fit`): fit one model (EM, VBEM or the exact evidence);
 * ``lcbayes compare`` (:mod:`.compare`): compare candidates by every method;
+* ``lcbayes check`` (:mod:`.check`): posterior predictive checks and PSIS-LOO of one model;
 * ``lcbayes rjmcmc`` (:mod:`.rjmcmc`): posterior over the number of classes;
 * ``lcbayes learn`` (:mod:`.learn`): search for the number of classes (split/merge);
 * ``lcbayes demo`` (:mod:`.demo`): the simulated three-class demo and its reports;
@@ -46,6 +47,7 @@ __all__ = ["COMMANDS", "entry", "main"]
 COMMANDS: dict[str, str] = {
     "fit": "fit one model (EM, VBEM, AIS or exact evidence) and print its estimates and scores",
     "compare": "compare numbers of classes (and other structures) by every method",
+    "check": "does one model fit? posterior predictive checks and PSIS-LOO",
     "rjmcmc": "posterior over the number of classes by reversible-jump MCMC",
     "learn": "search for the number of latent classes (split/merge with parameter reuse)",
     "demo": "simulate a 3-class data set, compare 1-5 classes, write reports",
