@@ -138,3 +138,26 @@ def test_reversible_jump_draws_are_checked_at_one_number_of_classes(carcinoma):
     assert check.n_classes == 3 and check.g2_ppp > 0.05
     with pytest.raises(LcbayesError, match="no draw has n_classes=9"):
         lcb.loo(jump, carcinoma, n_classes=9)
+
+
+def test_draws_conditioned_on_k_carry_their_log_likelihood(carcinoma):
+    import arviz as az
+    jump = lcb.rjmcmc(carcinoma, max_classes=4, draws=300, warmup=100, chains=2, seed=0)
+    at_three = lcb.condition_on_k(jump, 3)
+    assert at_three.log_likelihood["y"].shape[-1] == carcinoma.n_rows
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = az.loo(at_three)
+    ours = lcb.loo(jump, carcinoma, n_classes=3, refit="none")
+    assert ours.elpd_loo == pytest.approx(theirs.elpd_loo, abs=1e-8)
+
+
+def test_an_hlc_tree_gets_loo_through_the_same_path():
+    template = lcb.Dataset.from_codes(np.array([[0] * 5, [1] * 5]), columns=list("ABCDE"))
+    tree = lcb.hlc(template, {"H": ["A", "B", "G"], "G": ["C", "D", "E"]},
+                   cardinalities={"H": 2, "G": 2})
+    data = lcb.simulate(tree, lcb.random_params(tree, seed=3), 300, seed=4, missing=0.05)
+    draws = lcb.gibbs(tree, data, draws=300, warmup=200, chains=2, seed=0)
+    ours = lcb.loo(draws, data, refit="none")
+    theirs = _arviz("loo", draws.idata)
+    assert ours.n_classes is None and ours.elpd_loo == pytest.approx(theirs.elpd_loo, abs=1e-8)

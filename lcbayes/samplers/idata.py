@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ARRANGEMENTS", "arviz", "as_inference_data", "condition_on_k",
            "inference_data_from_dict", "inference_data_to_dict", "item_columns", "k_shares",
-           "lc_inference_data", "network_inference_data", "select_draws", "settings_from_json"]
+           "lc_inference_data", "network_inference_data", "observed_dataset", "select_draws",
+           "settings_from_json"]
 
 #: How a ``k``-conditioned selection arranges its draws (:func:`select_draws`).
 ARRANGEMENTS = ("keep", "flatten")
@@ -288,10 +289,27 @@ def condition_on_k(idata: az.InferenceData | SamplerResult, n_classes: int, *,
                    chains: str = "keep") -> az.InferenceData:
     """Reversible jump draws with ``n_classes`` classes and their first ``n_classes`` class
     slots, arranged as in the module docstring (``chains="keep"`` or ``"flatten"``), not
-    relabelled. ``idata``: an :class:`~lcbayes.RJMCMCResult` or its ``InferenceData``."""
+    relabelled, with the ``log_likelihood`` group of their rows
+    (:mod:`lcbayes.samplers.pointwise`), so ``az.loo`` runs on them. ``idata``: an
+    :class:`~lcbayes.RJMCMCResult` or its ``InferenceData``."""
     idata = as_inference_data(idata)
     item_columns(idata)
-    return select_draws(idata, n_classes, chains)[0]
+    out = select_draws(idata, n_classes, chains)[0]
+    if "log_likelihood" not in out.groups():  # reversible jump draws have none of their own
+        from ..constructors import latent_class
+        from .pointwise import with_log_likelihood
+        data = observed_dataset(out)
+        with_log_likelihood(out, latent_class(data, n_classes), data)
+    return out
+
+
+def observed_dataset(idata: az.InferenceData) -> Dataset:
+    """The data the draws were made on, from ``observed_data`` and the labels of
+    ``posterior.attrs["labels_json"]`` (as strings)."""
+    labels = json.loads(idata["posterior"].attrs["labels_json"])
+    columns = [str(c) for c in idata["observed_data"]["item"].values]
+    return Dataset.from_codes(np.asarray(idata["observed_data"]["y"].values), columns=columns,
+                              labels=[labels[c] for c in columns])
 
 
 def k_shares(idata: az.InferenceData) -> dict[int, float]:

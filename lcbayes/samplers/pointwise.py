@@ -98,12 +98,12 @@ def pattern_log_likelihood(structure: Structure, patterns: np.ndarray,
 def log_likelihood_group(data: Dataset, pattern_ll: np.ndarray) -> xr.Dataset | None:
     """The ``log_likelihood`` group, ``y`` per row ``(chain, draw, row)`` from the per-pattern
     values; ``None`` past :data:`MAX_ROW_ENTRIES` values."""
-    from .idata import xarray
+    import xarray as xr  # imported on first use (lcbayes.samplers.idata.xarray)
     chains, draws, _ = pattern_ll.shape
     if chains * draws * data.n_rows > MAX_ROW_ENTRIES:
         return None
     rows = pattern_ll[:, :, data.pattern_index]
-    return xarray().Dataset(
+    return xr.Dataset(
         {"y": (("chain", "draw", "row"), rows)},
         coords={"chain": np.arange(chains), "draw": np.arange(draws),
                 "row": np.arange(data.n_rows)})
