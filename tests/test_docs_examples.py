@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The pages whose examples run, in order.
 PAGES = ("README.md", "docs/getting-started.md", "docs/guide/fit.md", "docs/guide/compare.md",
          "docs/guide/evidence.md", "docs/guide/posterior-k.md", "docs/guide/structure-search.md",
-         "docs/guide/fit-indices.md",
+         "docs/guide/fit-indices.md", "docs/guide/model-check.md",
          "docs/guide/scale.md", "docs/methods/estimators.md", "docs/guide/covariates.md",
          "docs/guide/groups.md")
 #: An environment variable set for one command: ``LCBAYES_SCHEDULER=tcp://... lcbayes ...``.
