@@ -215,7 +215,8 @@ EXECUTED_BY = {"01_how_many_classes.ipynb": "test_notebooks.py",
                "03_structure_search.ipynb": "test_notebook_03.py",
                "04_applied_table.ipynb": "test_notebook_04.py",
                "05_covariates.ipynb": "test_notebook_05.py",
-               "06_multiple_groups.ipynb": "test_notebook_06.py"}
+               "06_multiple_groups.ipynb": "test_notebook_06.py",
+               "07_does_the_model_fit.ipynb": "test_notebook_07.py"}
 
 #: Notebook -> the reference values (as written in its code) that its ``assert`` cells check:
 #: poLCA 1.6's carcinoma maxima (log-likelihood, BIC on poLCA's scale, G^2; the values of
