@@ -21,6 +21,10 @@ The parts, each run as its own process with the same ``--seed`` (default 0):
   writes ``whiley-estimation.md`` (Whiley 1999 §2.8-2.9: every estimation algorithm against
   EM, beside his Tables 2.1-2.4; minutes, ``--quick`` skips it; its "Wall time" line is
   masked).
+* ``model-checks``: ``python benchmarks/bench_checks.py --out OUT --seed SEED`` writes
+  ``model-checks.md`` (PSIS-LOO against exact leave-one-out, the checks' answers on carcinoma,
+  the speed of ``lcbayes check`` and of ``compare --methods bic,loo``; minutes, ``--quick``
+  skips it; its "Speed" section and refit times are masked).
 * ``whiley-model-choice``: ``python benchmarks/whiley_model_choice.py --out OUT --seed SEED``
   writes ``whiley-model-choice.md`` (Whiley 1999 §4.8 and §4.10: how often each model-choice
   score picks the true structure, beside his Tables 4.2-4.4, and the ICU data; about half an
@@ -64,10 +68,11 @@ PARTS = {
     "whiley-prior-sensitivity": ([str(REPO / "benchmarks" / "whiley_prior_sensitivity.py")],
                                  ("whiley-prior-sensitivity.md",
                                   "whiley-prior-sensitivity-fig.png")),
+    "model-checks": ([str(REPO / "benchmarks" / "bench_checks.py")], ("model-checks.md",)),
 }
 #: The parts ``--quick`` leaves out (minutes each).
 LONG_PARTS = ("beal", "learn", "whiley-estimation", "whiley-model-choice",
-              "whiley-prior-sensitivity")
+              "whiley-prior-sensitivity", "model-checks")
 #: Timings in the reports, per file: (pattern, replacement) applied before comparing.
 TIMINGS = {
     "whiley-prior-sensitivity.md": ((re.compile(r"^\*\*Wall time\*\*:.*$", re.M),
@@ -79,6 +84,7 @@ TIMINGS = {
         (re.compile(r"^## Run log\n.*", re.S | re.M), "## Run log\n(masked)\n"),
     ),
     "demo.md": ((re.compile(r"^\*\*Seconds\*\*:.*$", re.M), "**Seconds**: (masked)"),),
+    "model-checks.md": ((re.compile(r"^## Speed.*", re.S | re.M), "## Speed\n(masked)\n"),),
     "demo.html": ((re.compile(r"<h3>Seconds</h3><table>.*?</table>", re.S),
                    "<h3>Seconds</h3>(masked)"),),
     "beal-ghahramani-table2.md": ((re.compile(r"^## Timing\n.*?(?=^Figure:)", re.S | re.M),
@@ -93,6 +99,7 @@ TIMINGS = {
 #: Table columns holding seconds or results of time-limited searches, per file (masked in
 #: every row of a table that has them).
 TIMING_COLUMNS = {"beal-ghahramani-table2.md": ("EM s", "VB s"),
+                  "model-checks.md": ("refits (s)",),
                   "karciauskas-learning.md": ("t (s)", "first t (s)", "Fixed - SM",
                                               "Fixed vs SM")}
 

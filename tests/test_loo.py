@@ -161,3 +161,15 @@ def test_an_hlc_tree_gets_loo_through_the_same_path():
     ours = lcb.loo(draws, data, refit="none")
     theirs = _arviz("loo", draws.idata)
     assert ours.n_classes is None and ours.elpd_loo == pytest.approx(theirs.elpd_loo, abs=1e-8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_psis_equals_exact_leave_one_out_on_carcinoma(carcinoma, k):
+    """Issue 48's acceptance: with the default draws (4 x 1000), PSIS-LOO is within 2 Monte
+    Carlo standard errors and 0.5 of exact LOO by one refit per distinct pattern."""
+    draws = lcb.gibbs(lcb.latent_class(carcinoma, k), carcinoma, seed=0)
+    psis = lcb.loo(draws, carcinoma, refit="none")
+    exact = lcb.loo(draws, carcinoma, refit="all")
+    gap = abs(psis.elpd_loo - exact.elpd_loo)
+    assert gap < 2 * np.hypot(psis.mcse, exact.mcse) and gap < 0.5, (gap, psis.mcse)
