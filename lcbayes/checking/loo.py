@@ -186,6 +186,14 @@ class LOOResult(JSONRecord):
             lines.append(f"{plural(refitted, 'pattern')} "
                          f"({plural(int(self.counts[self.refitted].sum()), 'row')}) computed "
                          "exactly by refitting without one of its rows")
+        bad = self.bad_patterns
+        if len(bad):
+            shown = ", ".join(
+                f"{' '.join('.' if c < 0 else str(c) for c in self.patterns[p])} "
+                f"({int(self.counts[p])} rows, k {self.pareto_k[p]:.2f})"
+                for p in bad[np.argsort(-self.pareto_k[bad])][:5])
+            lines.append(f"patterns with k above {self.good_k:.2f}: {shown}"
+                         + (" ..." if len(bad) > 5 else ""))
         if not self.reliable:
             lines.append(f"not reliable: {plural(self.n_bad_rows, 'row')} with k above "
                          f"{self.good_k:.2f} and no refit (loo(..., refit='bad') refits them)")
