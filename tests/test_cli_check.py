@@ -87,3 +87,15 @@ def test_compare_methods_loo_adds_the_columns(capsys):
     rows = json.loads(out)["rows"]
     assert {"elpd_loo", "loo_weight", "loo_diff"} <= set(rows[0])
     assert max(rows, key=lambda r: r["elpd_loo"])["name"] == "LC(3)"
+
+
+def test_a_structure_the_sampler_cannot_draw_is_refused_in_one_line(capsys, tmp_path):
+    hidden = {f"h{i}": 2 for i in range(1, 14)}                  # 2^13 joint hidden states
+    names = list(hidden)
+    parents = {c: names[2 * j:2 * j + 2] for j, c in enumerate("ABCDEFG")}
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({"kind": "dag", "parents": parents, "hidden": hidden}))
+    status, _, err = _run(capsys, "check", str(data_csv("carcinoma.csv")), "--structure",
+                          str(path), *SMALL)
+    assert status == 2 and "joint states (limit 4096)" in err
+    assert len(err.strip().splitlines()) == 1

@@ -129,3 +129,15 @@ def test_pairs_are_calibrated_on_data_from_the_model():
                                                data, draws=400, seed=int(rng.integers(1 << 30)))
         below += check.pair_ppp < 0.05
     assert below.max() <= 5, below
+
+
+def test_a_dag_with_two_hidden_parents_is_checked_and_cross_validated():
+    template = lcb.Dataset.from_codes(np.array([[0] * 4, [1] * 4]),
+                                      columns=["y1", "y2", "y3", "y4"])
+    bipartite = lcb.dag(template, {"y1": ["s1"], "y2": ["s1", "s2"], "y3": ["s1", "s2"],
+                                   "y4": ["s2"]}, hidden={"s1": 2, "s2": 2})
+    data = lcb.simulate(bipartite, lcb.random_params(bipartite, seed=5), 300, seed=6)
+    draws = _gibbs(bipartite, data)
+    check = lcb.posterior_predictive_check(draws, data, draws=200)
+    assert len(check.pairs) == 6 and check.g2_ppp > 0.001
+    assert np.isfinite(lcb.loo(draws, data, refit="none").elpd_loo)
