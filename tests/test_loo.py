@@ -21,6 +21,11 @@ def carcinoma():
 
 
 @pytest.fixture(scope="module")
+def jump(carcinoma):
+    return lcb.rjmcmc(carcinoma, max_classes=4, draws=300, warmup=100, chains=2, seed=0)
+
+
+@pytest.fixture(scope="module")
 def draws(carcinoma):
     return {k: lcb.gibbs(lcb.latent_class(carcinoma, k), carcinoma, draws=400, warmup=200,
                          chains=2, seed=k) for k in (1, 2, 3)}
@@ -129,8 +134,7 @@ def test_the_pareto_threshold_is_arviz_s():
     assert pareto_threshold(10 ** 6) == 0.7
 
 
-def test_reversible_jump_draws_are_checked_at_one_number_of_classes(carcinoma):
-    jump = lcb.rjmcmc(carcinoma, max_classes=4, draws=300, warmup=100, chains=2, seed=0)
+def test_reversible_jump_draws_are_checked_at_one_number_of_classes(carcinoma, jump):
     at_modal = lcb.loo(jump, carcinoma, refit="none")
     assert at_modal.n_classes == jump.modal_k == 3
     assert np.isfinite(at_modal.elpd_loo) and at_modal.n_rows == carcinoma.n_rows
@@ -140,9 +144,8 @@ def test_reversible_jump_draws_are_checked_at_one_number_of_classes(carcinoma):
         lcb.loo(jump, carcinoma, n_classes=9)
 
 
-def test_draws_conditioned_on_k_carry_their_log_likelihood(carcinoma):
+def test_draws_conditioned_on_k_carry_their_log_likelihood(carcinoma, jump):
     import arviz as az
-    jump = lcb.rjmcmc(carcinoma, max_classes=4, draws=300, warmup=100, chains=2, seed=0)
     at_three = lcb.condition_on_k(jump, 3)
     assert at_three.log_likelihood["y"].shape[-1] == carcinoma.n_rows
     with warnings.catch_warnings():
