@@ -88,8 +88,8 @@ def _collectives(structure, data) -> dict:
     patterns, weights = shards.place(data.patterns, data.counts)
     tables = lcb.params.to_tables(structure, lcb.random_params(structure, seed=0))
     starts = shards.replicate(tuple(t[None] for t in tables))
-    text = run_em.lower(structure, patterns, weights, None, 1e-6, starts, 5, 5, 0.0, 1, True,
-                        complete=complete_columns(data.patterns)).compile().as_text()
+    text = run_em.jitted.lower(structure, patterns, weights, None, 1e-6, starts, 5, 5, 0.0, 1,
+                               True, complete=complete_columns(data.patterns)).compile().as_text()
     return dict(Counter(re.findall(r"(all-reduce|all-gather|all-to-all|collective-permute)\(",
                                    text)))
 
