@@ -14,16 +14,14 @@ import time
 from ..checking.loo import loo
 from ..checking.ppc import posterior_predictive_check
 from ..checking.report import write_check_report
-from ..constructors import latent_class
 from ..samplers.gibbs import gibbs
 from .common import (
     UsageError,
     add_data_arguments,
-    check_classes,
     check_output,
     default,
+    model_structure,
     read_data,
-    structure_file,
 )
 
 __all__ = ["add_arguments", "run"]
@@ -61,16 +59,9 @@ def run(args: argparse.Namespace) -> int:
     if args.report is not None and not args.report.lower().endswith((".html", ".md")):
         raise UsageError(f"--report {args.report!r}: give a .html or .md file")
     data = read_data(args)
-    if (args.n_classes is None) == (args.structure is None):
-        raise UsageError("give exactly one of --n-classes K or --structure FILE.json")
-    if args.n_classes is not None:
-        check_classes([args.n_classes], data)
-        structure = latent_class(data, args.n_classes)
-        model = f"LC({args.n_classes})"
-    else:
-        structure = structure_file(args.structure, data)
-        data = structure.check_data(data)
-        model = f"the {structure.kind} structure of {args.structure}"
+    structure, data = model_structure(args, data)
+    model = (f"LC({args.n_classes})" if args.n_classes is not None
+             else f"the {structure.kind} structure of {args.structure}")
     draws = gibbs(structure, data, draws=args.draws, warmup=args.warmup, chains=args.chains,
                   seed=args.seed)
     cross = loo(draws, data, refit=args.refit, seed=args.seed)

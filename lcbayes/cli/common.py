@@ -177,6 +177,20 @@ def check_classes(ks: list[int], data: Dataset) -> None:
                 f"cannot be told apart; give at most {data.n_patterns}")
 
 
+def model_structure(args: argparse.Namespace, data: Dataset) -> tuple[Structure, Dataset]:
+    """The model ``--n-classes K`` or ``--structure FILE.json`` names (exactly one of them) and
+    the data checked against it."""
+    from ..constructors import latent_class
+
+    if (args.n_classes is None) == (args.structure is None):
+        raise UsageError("give exactly one of --n-classes K or --structure FILE.json")
+    if args.n_classes is not None:
+        check_classes([args.n_classes], data)
+        return latent_class(data, args.n_classes), data
+    structure = structure_file(args.structure, data)
+    return structure, structure.check_data(data)
+
+
 def structure_file(path: str, data: Dataset) -> Structure:
     """The HLC or DAG structure described by a JSON file (``{"kind": "hlc", "tree": ...,
     "cardinalities": ...}`` or ``{"kind": "dag", "parents": ..., "hidden": ...}``)."""

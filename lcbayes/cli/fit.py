@@ -25,7 +25,6 @@ import argparse
 import json
 import time
 
-from ..constructors import latent_class
 from ..dimension import effective_dimension
 from ..engines.ais import KERNELS, ais
 from ..engines.algorithms import ALGORITHMS, DEFAULT_ETA
@@ -36,11 +35,10 @@ from ..render import fmt_count, fmt_setting, fmt_stat, wrap
 from .common import (
     UsageError,
     add_data_arguments,
-    check_classes,
     default,
     engine_options,
+    model_structure,
     read_data,
-    structure_file,
 )
 from .fit_covariates import add_arguments as add_covariate_arguments
 from .fit_covariates import run_covariates, uses_covariates
@@ -173,14 +171,7 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     _check_options(args)
     data = read_data(args)
-    if (args.n_classes is None) == (args.structure is None):
-        raise UsageError("give exactly one of --n-classes K or --structure FILE.json")
-    if args.n_classes is not None:
-        check_classes([args.n_classes], data)
-        structure = latent_class(data, args.n_classes)
-    else:
-        structure = structure_file(args.structure, data)
-        data = structure.check_data(data)
+    structure, data = model_structure(args, data)
     result = _result(args, structure, data)
     indices = result.fit_indices(data) if args.method == "em" else None
     if args.json:
