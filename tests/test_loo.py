@@ -176,3 +176,11 @@ def test_psis_equals_exact_leave_one_out_on_carcinoma(carcinoma, k):
     exact = lcb.loo(draws, carcinoma, refit="all")
     gap = abs(psis.elpd_loo - exact.elpd_loo)
     assert gap < 2 * np.hypot(psis.mcse, exact.mcse) and gap < 0.5, (gap, psis.mcse)
+
+
+def test_the_json_leaves_the_log_likelihood_out_and_reading_it_restores_it(carcinoma, draws):
+    spec = draws[2].to_dict()
+    assert "log_likelihood" not in spec["inference_data"]      # chains x draws x rows: derived
+    back = lcb.GibbsResult.from_dict(json.loads(json.dumps(spec)))
+    np.testing.assert_array_equal(back.idata.log_likelihood["y"].values,
+                                  draws[2].idata.log_likelihood["y"].values)

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["ARRANGEMENTS", "arviz", "as_inference_data", "condition_on_k",
            "inference_data_from_dict", "inference_data_to_dict", "item_columns", "k_shares",
            "lc_inference_data", "network_inference_data", "observed_dataset", "select_draws",
-           "settings_from_json"]
+           "settings_from_json", "with_class_log_likelihood"]
 
 #: How a ``k``-conditioned selection arranges its draws (:func:`select_draws`).
 ARRANGEMENTS = ("keep", "flatten")
@@ -156,7 +156,8 @@ def network_inference_data(structure, data: Dataset, tables: np.ndarray,
 def inference_data_to_dict(idata: az.InferenceData) -> dict:
     """Every group of ``idata`` as JSON-ready values: per group its attributes, coordinates and
     variables (dims, dtype and nested lists; NaN as ``None``). :func:`inference_data_from_dict`
-    reads it back."""
+    reads it back. The ``log_likelihood`` group (chains x draws x rows) is left out: it follows
+    from the draws and ``observed_data``, and ``SamplerResult.from_dict`` computes it again."""
     def variable(var: xr.DataArray) -> dict:
         return {"dims": list(var.dims), "dtype": str(var.dtype),
                 "data": json_value(var.values)}
@@ -165,7 +166,7 @@ def inference_data_to_dict(idata: az.InferenceData) -> dict:
                     "coords": {str(c): variable(idata[group][c]) for c in idata[group].coords},
                     "data_vars": {str(v): variable(idata[group][v])
                                   for v in idata[group].data_vars}}
-            for group in idata.groups()}
+            for group in idata.groups() if group != "log_likelihood"}
 
 
 def inference_data_from_dict(spec: dict) -> az.InferenceData:
@@ -296,11 +297,19 @@ def condition_on_k(idata: az.InferenceData | SamplerResult, n_classes: int, *,
     item_columns(idata)
     out = select_draws(idata, n_classes, chains)[0]
     if "log_likelihood" not in out.groups():  # reversible jump draws have none of their own
-        from ..constructors import latent_class
-        from .pointwise import with_log_likelihood
-        data = observed_dataset(out)
-        with_log_likelihood(out, latent_class(data, n_classes), data)
+        with_class_log_likelihood(out)
     return out
+
+
+def with_class_log_likelihood(idata: az.InferenceData) -> az.InferenceData:
+    """``idata`` (latent class draws with one number of classes) with the ``log_likelihood``
+    group of its rows (:mod:`lcbayes.samplers.pointwise`), the data read from
+    :func:`observed_dataset`."""
+    from ..constructors import latent_class
+    from .pointwise import with_log_likelihood
+    data = observed_dataset(idata)
+    return with_log_likelihood(idata, latent_class(data, idata["posterior"].sizes["class"]),
+                               data)
 
 
 def observed_dataset(idata: az.InferenceData) -> Dataset:

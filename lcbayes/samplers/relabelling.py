@@ -79,6 +79,7 @@ from .idata import (
     inference_data_to_dict,
     item_columns,
     select_draws,
+    with_class_log_likelihood,
 )
 
 if TYPE_CHECKING:
@@ -156,8 +157,10 @@ class RelabelResult:
     @classmethod
     def from_dict(cls, spec: dict) -> RelabelResult:
         """The result of :meth:`to_dict` (e.g. after a JSON round trip)."""
-        return record_from_dict(cls, spec,
-                                idata=inference_data_from_dict(spec["inference_data"]))
+        idata = inference_data_from_dict(spec["inference_data"])
+        if idata["posterior"].attrs.get("log_likelihood") == "rows":  # left out of the JSON
+            with_class_log_likelihood(idata)
+        return record_from_dict(cls, spec, idata=idata)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per draw and class: ``chain``, ``draw`` (in :attr:`idata`),

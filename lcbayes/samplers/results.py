@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 import pandas as pd
 
+from ..data import Dataset
 from ..errors import ArgumentError, LcbayesError
 from ..render import json_value
 from ..structure import Structure
@@ -45,6 +46,7 @@ from .idata import (
     settings_from_json,
 )
 from .kmixing import MAX_SUGGESTED_DRAWS, KMixingResult, KMixingWarning, k_mixing
+from .pointwise import with_log_likelihood
 from .relabelling import METHODS, allocation_probabilities, relabel
 
 if TYPE_CHECKING:
@@ -186,8 +188,15 @@ class SamplerResult:
         if spec.get("engine") != cls.engine:
             raise ArgumentError(f"{cls.__name__}.from_dict needs the to_dict() of a "
                                 f"{cls.engine} result, got engine {spec.get('engine')!r}")
-        return cls(idata=inference_data_from_dict(spec["inference_data"]),
-                   structure=Structure.from_dict(spec["structure"]),
+        idata = inference_data_from_dict(spec["inference_data"])
+        structure = Structure.from_dict(spec["structure"])
+        if idata["posterior"].attrs.get("log_likelihood") == "rows":  # left out of the JSON
+            observed = list(structure.observed_nodes)
+            data = Dataset.from_codes(np.asarray(idata["observed_data"]["y"].values),
+                                      columns=[structure.nodes[i] for i in observed],
+                                      labels=[structure.labels[i] for i in observed])
+            with_log_likelihood(idata, structure, data)
+        return cls(idata=idata, structure=structure,
                    settings=settings_from_json(spec["settings"]),
                    seconds=float(spec["seconds"]))
 
