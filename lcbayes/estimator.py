@@ -16,7 +16,7 @@ Example::
     from sklearn.model_selection import GridSearchCV
     search = GridSearchCV(lcb.LatentClassModel(), {"n_classes": [1, 2, 3, 4]},
                           scoring=lcb.LatentClassModel.bic_scorer, cv=[(all_rows, all_rows)])
-    search.fit(frame).best_params_          # {'n_classes': 3} on carcinoma
+    search.fit(frame).best_params_          # the number of classes of the lowest BIC
 """
 
 from __future__ import annotations

@@ -24,9 +24,7 @@ __all__ = ["COMPARE_DEFAULTS", "SET_BY_COMPARE", "SMALL_DATA_DEFAULTS", "SMALL_D
            "resolve"]
 
 #: Where the comparison's default differs from the engine's: AIS runs groups of chains until
-#: its standard error is at most 0.15 (issue "the first minute": every carcinoma candidate
-#: reaches it with 32-64 chains); the exact evidence stops at 2e5 count tables (about a fifth
-#: of a second of work).
+#: its standard error is at most 0.15; the exact evidence stops at 2e5 count tables.
 COMPARE_DEFAULTS: dict[str, dict] = {"ais": {"target_stderr": 0.15},
                                      "exact": {"max_terms": 2e5}}
 
@@ -34,11 +32,8 @@ COMPARE_DEFAULTS: dict[str, dict] = {"ais": {"target_stderr": 0.15},
 SMALL_DATA_ROWS = 500
 
 #: The evidence runs of a comparison on small data, sized to the error the table needs: its
-#: posterior model probabilities need log evidences to a tenth of a nat or so, and on a few
-#: hundred rows SMC with 128 particles meets its error target (0.3) in its first runs, while
-#: bridge sampling from 250 draws per chain has standard errors of 0.01-0.1 (the engines'
-#: defaults, 256 particles and 1000 draws, are sized for the harder posteriors of larger
-#: data); ``reports/first-minute.md`` measures both against the defaults.
+#: posterior model probabilities need log evidences to a tenth of a nat or so; the engines'
+#: defaults (256 particles, 1000 draws) are sized for the harder posteriors of larger data.
 SMALL_DATA_DEFAULTS: dict[str, dict] = {"smc": {"particles": 128},
                                         "bridge": {"draws": 250, "warmup": 100}}
 

@@ -31,9 +31,8 @@ sqrt(alpha_k)``) and each CPT row is renormalised. In the additive log-ratio coo
 current row, so the proposal is symmetric, and the tempered target there is ``f_k`` times the
 Jacobian ``prod_r theta_r``; a row with Dirichlet(lambda) prior then contributes
 ``sum_r lambda_r (ln theta'_r - ln theta_r)`` to the log acceptance ratio besides
-``tau (ln p(y | theta') - ln p(y | theta))``. No gamma draws: about 4-5 times faster per
-step than ``"mh"``, with a larger effective number of chains; ``tests/test_ais.py`` checks
-the coverage of its nominal 95% intervals against the exact value.
+``tau (ln p(y | theta') - ln p(y | theta))``. No gamma draws, so a step costs less than
+``"mh"``'s.
 
 ``kernel="gibbs"`` anneals the complete-data likelihood instead (module
 :mod:`lcbayes.inference.completion`): ``f_k(theta, s) = p(theta) p(s | theta)
@@ -323,10 +322,8 @@ def anneal(structure: Structure, kernel: str, blocks: str, chains: int, progress
 
 
 # Up to QUICK_COMPILE_PATTERNS data patterns :func:`anneal` is compiled at XLA's backend
-# optimisation level 1 instead of 3 (:data:`lcbayes.jax_setup.QUICK_COMPILE`), where
-# compiling costs more than running (measured: carcinoma LC(3), 20 patterns, compiled in
-# three quarters of the time and ran as fast; the election items, 1666 patterns, compiled in
-# a third of it but ran 17-30% slower).
+# optimisation level 1 instead of 3 (:data:`lcbayes.jax_setup.QUICK_COMPILE`): there
+# compiling costs more than running.
 _anneal_jit = jax.jit(anneal, static_argnums=(0, 1, 2, 3, 4))
 _anneal_quick_jit = jax.jit(anneal, static_argnums=(0, 1, 2, 3, 4),
                             compiler_options=QUICK_COMPILE)
@@ -380,8 +377,7 @@ def _chain_limit(chains: int, target_stderr, max_chains) -> int:
 
 
 #: Rounds with a target standard error stop, from the second group on, when the effective
-#: number of chains is below this fraction of the chains (:func:`ais`). On carcinoma (compare's
-#: settings, seeds 0-4, K = 1..5) it never fell below 0.22 from the second group on.
+#: number of chains is below this fraction of the chains (:func:`ais`).
 LOW_ESS_STOP = 0.1
 
 

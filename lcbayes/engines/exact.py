@@ -37,12 +37,10 @@ Label symmetry needs no correction: every labelling of the hidden states is a co
 
 Cost: before summing, ``n_terms`` is bounded by
 ``min(prod_p C(c_p + S_p - 1, S_p - 1), prod_d (range_d + 1))`` over the basis coordinates ``d``
-(a rigorous upper bound, often loose by 10-100x with missing values) and
+(a rigorous upper bound, loose with missing values) and
 :class:`~lcbayes.errors.TooLargeError` is raised when it exceeds ``max_terms``. The work is
-about ``n_terms`` times the compositions of the last patterns, plus sorting: about a second per
-million terms on one CPU core. Complete binary data with 2 classes and 40 rows, or 3 classes and
-15 rows, need 10^4-10^5 terms; missing values multiply the count (each item's table gains one
-free dimension per class).
+about ``n_terms`` times the compositions of the last patterns, plus sorting; missing values
+multiply the count (each item's table gains one free dimension per class).
 """
 
 from __future__ import annotations

@@ -112,9 +112,8 @@ __all__ = ["EJECTION_SHAPE", "MOVES", "AllocationResult", "allocation_prior", "a
 MOVES = ("eject", "absorb", "swap")
 #: ``a`` of the ejection's ``Beta(a, a)`` share of moved rows (1: uniform).
 EJECTION_SHAPE = 1.0
-#: Ejection / absorption proposals per sweep (each after a random label swap). On carcinoma
-#: (``max_classes=10``, 4 heats, 4 x 2000 draws) the ESS of ``k`` grew from 552 with 1 to 3790
-#: with 8, for 27% more time per sweep (``benchmarks/bench_rjmcmc.py --jumps 1 8``).
+#: Ejection / absorption proposals per sweep (each after a random label swap); more raise
+#: the ESS of ``k`` for a little more time per sweep.
 JUMPS = 8
 #: Lowest heat of the default ladder: ``heats=H`` gives ``H`` heats evenly from 1 down to it.
 LOWEST_HEAT = 0.4

@@ -132,13 +132,9 @@ def stream_em(
             from there; ``None``: exact passes from the starts (then one block of a Dataset's
             patterns gives ``lcb.em(algorithm="em")``'s fit for the same seed); ``"auto"``
             (default): ``"stepwise"`` from :data:`WARM_START_ROWS` rows on (a thousand
-            minibatches of at least 100 rows), else ``None``. Measured on 20 binary items, 5
-            classes, 2 restarts (``reports/streaming.md``): with the warm start 11 passes
-            against 41 (10^5 and 10^6 rows) and 31 (10^7 rows), 2-5 times less time, the same
-            log-likelihood within the tolerance. It saved passes at smaller sizes too (10
-            binary items, 3 classes: 36 to 32 at 10^3 rows, 28 to 20 at 5 10^3, 25 to 15 at
-            2 10^4), but there a pass takes milliseconds, and ``None`` keeps ``lcb.em``'s
-            fit for the same seed.
+            minibatches of at least 100 rows), else ``None``: the warm start saves exact
+            passes, which matters where a pass is long, and ``None`` keeps ``lcb.em``'s fit
+            for the same seed.
         alpha, batch_rows, buffer_blocks: the stepwise pass's settings
             (:func:`lcbayes.stepwise_em`).
         progress: a bar over passes.

@@ -25,11 +25,9 @@ materialised: a minibatch is some of the buffer's patterns with the counts it dr
 restart (a lane of ``vmap``) sees the same minibatches. A minibatch is a random sample of the
 data's rows only if the buffer holds every block: the blocks of :func:`lcbayes.scan_file` and
 :meth:`~lcbayes.streaming.blocks.PatternBlocks.from_dataset` are ranges of sorted patterns, so
-with more blocks than ``buffer_blocks`` the pass follows the range at hand (measured on the
-data of :func:`stepwise_em`'s docstring in 4 blocks, ``alpha = 0.7``, one pass: one block at
-a time ended 4-16% below the EM log-likelihood, all four together 0.015-0.036%). The buffer
-costs the memory of its blocks; exact passes after a poor warm start still converge, only
-later.
+with more blocks than ``buffer_blocks`` the pass follows the range at hand and ends further
+from EM's estimate. The buffer costs the memory of its blocks; exact passes after a poor warm
+start still converge, only later.
 
 Example::
 
@@ -108,9 +106,7 @@ def _minibatches(counts: np.ndarray, batch_rows: int, rng: np.random.Generator
     a minibatch holds rows of at least ``PIECES`` random pieces, and every row is in exactly
     one minibatch. The work is ``O(patterns + rows / piece)`` per pass (dealing the rows one
     by one, or drawing every minibatch from all patterns, would be ``O(rows)`` or
-    ``O(patterns x minibatches)``). Measured on :func:`stepwise_em`'s simulated data, one
-    pass of 100-row minibatches: 32 pieces ended 0.07-0.09% below EM, 100 pieces (there rows
-    one by one) 0.015-0.036%."""
+    ``O(patterns x minibatches)``)."""
     counts = np.rint(counts).astype(np.int64)
     piece = max(1, batch_rows // PIECES)
     n_pieces = -(-counts // piece)
@@ -199,9 +195,8 @@ def stepwise_em(
             minibatches).
         alpha: step-size exponent in ``(0.5, 1]``, ``g_t = (t + 2)^-alpha``.
         batch_rows: rows per minibatch; ``None``: ``N / 1000``, at least 100 (a thousand M
-            steps per pass). Measured on 2*10^4 simulated rows (10 binary items, 3 classes),
-            one pass with ``alpha = 0.7``: 100-row minibatches end 0.015-0.036% below the EM
-            log-likelihood (3 seeds), 1000-row ones (20 steps) 0.10-1.4%.
+            steps per pass); larger minibatches take fewer steps and end further from
+            EM's estimate after one pass.
         buffer_blocks: blocks read together and mixed into minibatches (module docstring).
         passes: passes over the data.
         restarts: random starts (as :func:`lcbayes.stream_em` makes them), run side by side.

@@ -28,7 +28,7 @@ __all__ = ["DEFAULT_BETA_MIN", "DEFAULT_STEPS", "build", "schedule"]
 #: The default schedule: geometric from ``DEFAULT_BETA_MIN`` to 1 in ``DEFAULT_STEPS`` values.
 #: From high temperatures (``beta`` below ``1 / lambda_max`` of the items' correlations, the
 #: digest's criterion) DAEM ends at the equal-weight independence model, a fixed point at every
-#: ``beta`` (Thm 2.3); 0.5 escapes it on carcinoma, gss82 and ICU.
+#: ``beta`` (Thm 2.3); 0.5 lies below that range on ordinary survey items.
 DEFAULT_BETA_MIN = 0.5
 DEFAULT_STEPS = 10
 
