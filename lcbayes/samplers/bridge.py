@@ -37,6 +37,7 @@ import numpy as np
 from jax.scipy.special import gammaln, logsumexp
 
 from .gibbs import LCPrior, draw_dirichlets
+from .particle_weights import ess
 from .particles import Particles, pattern_loglik
 
 __all__ = ["BRIDGE_ITERATIONS", "Components", "batch_size", "bridge_fixed_point",
@@ -173,7 +174,7 @@ def bridge_fixed_point(l1: jax.Array, l2: jax.Array, log_w1: jax.Array | None = 
     if log_w1 is None:
         log_w1 = jnp.zeros(l1.shape)
     log_w1 = log_w1 - logsumexp(log_w1)
-    n1 = jnp.exp(-logsumexp(2.0 * log_w1))          # effective number of the f draws
+    n1 = ess(log_w1)          # effective number of the f draws
     n2 = l2.shape[0]
     log_s1, log_s2 = jnp.log(n1 / (n1 + n2)), jnp.log(n2 / (n1 + n2))
     log_is = logsumexp(l2) - jnp.log(n2)

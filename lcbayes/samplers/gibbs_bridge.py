@@ -68,6 +68,7 @@ from .gibbs import (
     symmetric_prior,
 )
 from .mode_density import ModeDensity, draw, fit, log_density
+from .particle_weights import ess
 from .particles import Particles
 from .reference import (
     Optimum,
@@ -233,7 +234,7 @@ def _strata(key, data: LCData, prior: LCPrior, k, densities: ModeDensity, first:
         own = jnp.take(under, m, axis=2)[m]
         h = jnp.take(log_h, m, axis=2)[m]
         ratio = target[m] - own + h
-        share = jnp.exp(2.0 * logsumexp(h[:n_draws]) - logsumexp(2.0 * h[:n_draws])) / n_draws
+        share = ess(h[:n_draws]) / n_draws
         log_z = bridge_fixed_point(ratio[:n_draws], ratio[n_draws:], log_w1=h[:n_draws])[0]
         return jnp.where(share >= MIN_OWN_SHARE, log_z, -jnp.inf), share
 

@@ -44,6 +44,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 
+from .particle_weights import ess, largest_step, systematic
+
 __all__ = ["BISECTIONS", "MAX_TEMPER_STEPS", "TEMPER_ESS", "RowModel",
            "filter_rows", "inverse_cdf"]
 
@@ -65,25 +67,6 @@ class _Loop(NamedTuple):
     history: jax.Array      # (max_moves, 2): rows added before each resampling, their ESS
 
 
-def _ess_fraction(log_w: jax.Array) -> jax.Array:
-    """Effective sample size over the number of particles, of unnormalised log weights."""
-    return jnp.exp(2.0 * logsumexp(log_w) - logsumexp(2.0 * log_w)) / log_w.shape[0]
-
-
-def _tempered_step(log_w: jax.Array, log_inc: jax.Array, remaining, floor) -> jax.Array:
-    """The largest step ``d <= remaining`` (by bisection) with ``ESS(log_w + d log_inc) >=
-    floor M``; ``remaining`` where the whole rest of the row keeps it."""
-    def halve(_, bounds):
-        low, high = bounds
-        middle = 0.5 * (low + high)
-        fine = _ess_fraction(log_w + middle * log_inc) >= floor
-        return jnp.where(fine, middle, low), jnp.where(fine, high, middle)
-
-    low = jax.lax.fori_loop(0, BISECTIONS, halve, (0.0 * remaining, remaining))[0]
-    whole = _ess_fraction(log_w + remaining * log_inc) >= floor
-    return jnp.where(whole, remaining, low)
-
-
 def inverse_cdf(key, logits: jax.Array) -> jax.Array:
     """``(M,)`` one state per row of ``logits (M, S)`` drawn from its softmax, by inversion of
     one single-precision uniform per row (its 2^-23 resolution is far below any probability
@@ -91,14 +74,6 @@ def inverse_cdf(key, logits: jax.Array) -> jax.Array:
     cdf = jnp.cumsum(jax.nn.softmax(logits, axis=-1), axis=-1)
     u = jax.random.uniform(key, logits.shape[:-1], dtype=jnp.float32) * cdf[..., -1]
     return jnp.minimum(jnp.sum(u[..., None] > cdf, axis=-1), logits.shape[-1] - 1)
-
-
-def _systematic(key, log_w: jax.Array) -> jax.Array:
-    """Systematic resampling indices from log weights."""
-    m = log_w.shape[0]
-    cdf = jnp.cumsum(jax.nn.softmax(log_w))
-    u = (jax.random.uniform(key) + jnp.arange(m)) / m
-    return jnp.minimum(jnp.searchsorted(cdf, u * cdf[-1]), m - 1)
 
 
 class RowModel(NamedTuple):
@@ -125,7 +100,6 @@ def filter_rows(key, model: RowModel, total: int, ess_target, temper_ess, *, par
                 sweeps: int, max_moves: int) -> _Loop:
     """The particle filter of the module docstring over ``total`` rows (traced inside a
     caller's ``jax.jit``): the final loop state, whose ``log_z`` is ``ln Z_hat``."""
-    log_target = jnp.log(ess_target * particles)
     start = _Loop(model.start, jnp.full(particles, -jnp.log(particles)), jnp.asarray(0.0),
                   jnp.asarray(0), key, jnp.zeros((max_moves, 2)))
 
@@ -134,12 +108,11 @@ def filter_rows(key, model: RowModel, total: int, ess_target, temper_ess, *, par
         step recorded; returns the loop with equal weights, the resampled pair and a key
         for the move."""
         key, k_resample, k_move = jax.random.split(loop.key, 3)
-        chosen = _systematic(k_resample, loop.log_w)
+        chosen = systematic(k_resample, loop.log_w)
         slot = jnp.minimum(loop.moves, max_moves - 1)
-        ess = jnp.exp(-logsumexp(2.0 * loop.log_w))
+        step = jnp.stack([n * 1.0, ess(loop.log_w)])
         loop = loop._replace(log_w=jnp.full(particles, -jnp.log(particles)),
-                             moves=loop.moves + 1, key=key,
-                             history=loop.history.at[slot].set(jnp.stack([n * 1.0, ess])))
+                             moves=loop.moves + 1, key=key, history=loop.history.at[slot].set(step))
         return loop, jax.tree.map(lambda a: a[chosen], (loop.particles, carried)), k_move
 
     def resample_move(loop: _Loop, n) -> _Loop:
@@ -189,7 +162,8 @@ def filter_rows(key, model: RowModel, total: int, ess_target, temper_ess, *, par
             loop, power, log_inc, count = state
             last = count == MAX_TEMPER_STEPS - 1
             rest = 1.0 - power
-            size = jnp.where(last, rest, _tempered_step(loop.log_w, log_inc, rest, temper_ess))
+            size = jnp.where(last, rest, largest_step(loop.log_w, log_inc, rest,
+                                                     temper_ess * particles, BISECTIONS))
             power = jnp.where(size >= rest, 1.0, power + size)
             log_w = loop.log_w + size * log_inc
             loop = loop._replace(log_w=log_w - logsumexp(log_w),
@@ -210,12 +184,12 @@ def filter_rows(key, model: RowModel, total: int, ess_target, temper_ess, *, par
 
     def add_row(loop: _Loop, i) -> tuple[_Loop, None]:
         log_pred = model.log_predictive(loop.particles, i)
-        crash = _ess_fraction(loop.log_w + logsumexp(log_pred, axis=1)) < temper_ess
+        crash = ess(loop.log_w + logsumexp(log_pred, axis=1)) < temper_ess * particles
         loop, log_pred = jax.lax.cond(crash, temper_row, whole_row, loop, log_pred, i)
         key, k_z = jax.random.split(loop.key)
         z = inverse_cdf(k_z, log_pred)
         loop = loop._replace(particles=model.add(loop.particles, i, z), key=key)
-        low = 2.0 * logsumexp(loop.log_w) - logsumexp(2.0 * loop.log_w) < log_target
+        low = ess(loop.log_w) < ess_target * particles
         return jax.lax.cond(low | (i == total - 1), resample_move, lambda loop, n: loop,
                             loop, i + 1), None
 

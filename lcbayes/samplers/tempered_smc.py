@@ -85,6 +85,7 @@ from .allocations import (
 )
 from .gibbs import LCPrior, class_log_lik, draw_dirichlets
 from .loops import padded_size
+from .particle_weights import ess, largest_step, systematic
 from .reference_density import (
     Reference,
     active_slots,
@@ -258,32 +259,13 @@ def _sweep(key, data: TemperedData, prior: LCPrior, reference: Reference, k, bet
                           log_theta=log_t, n_k=n_k, n_kjr=n_kjr, cross=cross)
 
 
-def _ess(log_w: jax.Array) -> jax.Array:
-    """Effective sample size of unnormalised log weights."""
-    return jnp.exp(2.0 * logsumexp(log_w) - logsumexp(2.0 * log_w))
-
-
 def _next_beta(beta, delta, target) -> jax.Array:
-    """The largest ``beta' <= 1`` (by bisection) whose weights ``(beta' - beta) delta`` keep an
-    effective sample size of at least ``target``."""
-    def halve(_, bounds):
-        low, high = bounds
-        middle = 0.5 * (low + high)
-        fine = _ess((middle - beta) * delta) >= target
-        return jnp.where(fine, middle, low), jnp.where(fine, high, middle)
-
-    low = jax.lax.fori_loop(0, BISECTIONS, halve, (beta, jnp.asarray(1.0)))[0]
-    whole = _ess((1.0 - beta) * delta) >= target
-    # a step too small to resolve (every halving failed) still advances by the last one
-    return jnp.where(whole, 1.0, jnp.maximum(low, beta + (1.0 - beta) * 2.0 ** -BISECTIONS))
-
-
-def _systematic(key, log_w: jax.Array) -> jax.Array:
-    """Systematic resampling indices from log weights."""
-    n = log_w.shape[0]
-    cdf = jnp.cumsum(jax.nn.softmax(log_w))
-    u = (jax.random.uniform(key) + jnp.arange(n)) / n
-    return jnp.minimum(jnp.searchsorted(cdf, u * cdf[-1]), n - 1)
+    """The largest ``beta' <= 1`` whose weights ``(beta' - beta) delta`` keep an effective
+    sample size of at least ``target``; a step too small to resolve (every halving failed)
+    still advances by the last halving."""
+    rest = 1.0 - beta
+    step = largest_step(jnp.zeros_like(delta), delta, rest, target, BISECTIONS)
+    return jnp.where(step >= rest, 1.0, beta + jnp.maximum(step, rest * 2.0 ** -BISECTIONS))
 
 
 def build_kernel(data: TemperedData, prior: LCPrior, reference: Reference, k, *,
@@ -306,7 +288,7 @@ def build_kernel(data: TemperedData, prior: LCPrior, reference: Reference, k, *,
 
         def move(state):
             k_resample, k_move = jax.random.split(key)
-            moved = jax.tree.map(lambda a: a[_systematic(k_resample, log_w)] if a.ndim else a,
+            moved = jax.tree.map(lambda a: a[systematic(k_resample, log_w)] if a.ndim else a,
                                  state)
             for s in range(sweeps):   # a few sweeps: unrolled
                 moved = _sweep(jax.random.fold_in(k_move, s), data, prior, reference, k,
@@ -321,7 +303,7 @@ def build_kernel(data: TemperedData, prior: LCPrior, reference: Reference, k, *,
         moved = jax.lax.cond(last, lambda state: state, move, state)
         moved = moved._replace(beta=beta, log_z=state.log_z + increment,
                                steps=state.steps + 1)
-        return moved, TemperedInfo(beta, _ess(log_w), increment, correction)
+        return moved, TemperedInfo(beta, ess(log_w), increment, correction)
 
     return step
 
