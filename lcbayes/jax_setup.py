@@ -12,6 +12,9 @@ environment variable ``LCBAYES_CACHE_DIR`` is ``off``; it also names the folder 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import jax
 
 from .cache import enable_default_cache
@@ -19,20 +22,29 @@ from .cache import enable_default_cache
 jax.config.update("jax_enable_x64", True)
 enable_default_cache()
 
-__all__ = ["QUICK_COMPILE", "QUICK_COMPILE_PATTERNS", "on_device"]
+__all__ = ["QUICK_COMPILE", "QUICK_COMPILE_PATTERNS", "on_device", "sized_programs"]
 
 #: Per-program compiler options (``jax.jit(..., compiler_options=QUICK_COMPILE)``) for long
 #: sampling loops on small problems, where compiling costs more than running: XLA's backend
-#: optimisation level 1 instead of 3 compiles in half the time to two thirds of it and runs as
-#: fast on a few dozen patterns (AIS and bridge sampling up to :data:`QUICK_COMPILE_PATTERNS`;
-#: the allocation sampler); level 0 runs 2.5-3 times slower. Nothing else changes: the same
-#: numbers.
+#: optimisation level 1 instead of 3 compiles faster and runs as fast on a few dozen patterns
+#: (AIS and bridge sampling up to :data:`QUICK_COMPILE_PATTERNS`; the allocation sampler).
+#: Nothing else changes: the same numbers.
 QUICK_COMPILE = {"xla_backend_optimization_level": 1}
 
-#: Up to this many data patterns the sampling loops that have two programs (AIS, bridge
-#: sampling) take the one compiled with :data:`QUICK_COMPILE`; with more patterns the run
-#: costs more than the compilation and level 3 runs faster.
+#: Up to this many data patterns the sampling loops of :func:`sized_programs` take the program
+#: compiled with :data:`QUICK_COMPILE`; with more patterns the run costs more than the
+#: compilation and level 3 runs faster.
 QUICK_COMPILE_PATTERNS = 256
+
+P = TypeVar("P")
+
+
+def sized_programs(build: Callable[[dict | None], P]) -> Callable[[int], P]:
+    """``program(patterns)``: what ``build(compiler_options)`` compiles, with
+    :data:`QUICK_COMPILE` for at most :data:`QUICK_COMPILE_PATTERNS` data patterns and with
+    XLA's defaults otherwise (both built once, here)."""
+    programs = {quick: build(QUICK_COMPILE if quick else None) for quick in (False, True)}
+    return lambda patterns: programs[patterns <= QUICK_COMPILE_PATTERNS]
 
 
 def on_device(x) -> jax.Array:

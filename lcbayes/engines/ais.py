@@ -77,7 +77,7 @@ from ..execution import executor as open_executor
 from ..inference import Evidence, enumeration, flat, flat_log_marginal, prepare
 from ..inference.completion import sample_completion, seen_indicators
 from ..inference.tying import RowTying, pool, tie
-from ..jax_setup import QUICK_COMPILE, QUICK_COMPILE_PATTERNS
+from ..jax_setup import sized_programs
 from ..params import PriorSpec, proper_prior_tables
 from ..progress import advance_loop_bar, loop_bar
 from ..structure import Structure
@@ -90,7 +90,7 @@ from ..validation import (
     prng_key,
     seed_record,
 )
-from .annealing import AISResult, make_schedule, weight_statistics
+from .annealing import AISResult, make_schedule, quarter_means, weight_statistics
 from .gamma_sampler import log_dirichlet_flat
 from .padding import class_padding
 from .run_record import start_engine
@@ -321,12 +321,10 @@ def anneal(structure: Structure, kernel: str, blocks: str, chains: int, progress
     return trace, accepted
 
 
-# Up to QUICK_COMPILE_PATTERNS data patterns :func:`anneal` is compiled at XLA's backend
-# optimisation level 1 instead of 3 (:data:`lcbayes.jax_setup.QUICK_COMPILE`): there
-# compiling costs more than running.
-_anneal_jit = jax.jit(anneal, static_argnums=(0, 1, 2, 3, 4))
-_anneal_quick_jit = jax.jit(anneal, static_argnums=(0, 1, 2, 3, 4),
-                            compiler_options=QUICK_COMPILE)
+#: :func:`anneal` compiled for the number of data patterns
+#: (:func:`lcbayes.jax_setup.sized_programs`).
+_anneal_program = sized_programs(lambda options: jax.jit(anneal, static_argnums=(0, 1, 2, 3, 4),
+                                                         compiler_options=options))
 
 
 def make_problem(structure: Structure, patterns, weights, priors, kernel: str, strength,
@@ -415,16 +413,10 @@ def _run_group(g: int, run: _Groups) -> tuple[np.ndarray, np.ndarray]:
     ``fold_in(run.key, g)``."""
     key = run.key if g == 0 else jax.random.fold_in(run.key, g)
     with loop_bar(run.tau.shape[0] - 1, run.progress, desc="AIS temperatures", unit="temp"):
-        small = run.problem.weights.shape[0] <= QUICK_COMPILE_PATTERNS
-        trace, accepted = (_anneal_quick_jit if small else _anneal_jit)(
+        trace, accepted = _anneal_program(run.problem.weights.shape[0])(
             run.structure, run.kernel, run.blocks, run.chains, run.progress, run.problem, run.tau,
             key)
     return np.asarray(trace), np.asarray(accepted)
-
-
-def _quarters(accepted: np.ndarray) -> np.ndarray:
-    """Mean acceptance over each quarter of the schedule's steps (fewer if K < 4)."""
-    return np.array([part.mean() for part in np.array_split(accepted, 4) if part.size])
 
 
 def _report_progress(k, total: int) -> None:
@@ -563,7 +555,7 @@ def ais(
         trace[-1],
         trace=trace[checkpoints].T,
         trace_temperatures=tau[checkpoints + 1],
-        acceptance=_quarters(np.concatenate(accepts, axis=1)),
+        acceptance=quarter_means(np.concatenate(accepts, axis=1)),
         chains=trace.shape[1],
         temperatures=len(tau) - 1,
         schedule=schedule if isinstance(schedule, str) else "custom",

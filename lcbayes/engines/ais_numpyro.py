@@ -107,7 +107,7 @@ from numpyro import handlers
 from .. import draws
 from ..errors import ArgumentTypeError, LcbayesError
 from ..validation import Seed, check_int, check_seed, prng_key, seed_record
-from .annealing import AISResult, make_schedule
+from .annealing import AISResult, make_schedule, quarter_means
 from .numpyro_sites import log_parts, prior_sampler
 
 __all__ = [
@@ -181,11 +181,6 @@ def _checkpoint_steps(temperatures: int) -> np.ndarray:
     """Up to :data:`MAX_CHECKPOINTS` step indices ``1..K``, evenly spaced, ending at ``K``."""
     n = min(temperatures, MAX_CHECKPOINTS)
     return np.unique(np.round(np.linspace(0, temperatures, n + 1)[1:]).astype(int))
-
-
-def _quarter_means(values: np.ndarray) -> np.ndarray:
-    return np.array([part.mean() if part.size else np.nan
-                     for part in np.array_split(np.asarray(values), 4)])
 
 
 def ais_numpyro(
@@ -368,7 +363,7 @@ def ais_numpyro(
         "adapt_gain_floor": ADAPT_GAIN_FLOOR if adapt else None,
         "initial_step_size": float(eps0),
         "final_step_size": float(step_sizes[-1]),
-        "step_size_quarters": _quarter_means(step_sizes).tolist(),
+        "step_size_quarters": quarter_means(step_sizes).tolist(),
         "n_leapfrog": n_leapfrog,
         "dimension": dim,
         "latent_sites": latent,
@@ -378,7 +373,7 @@ def ais_numpyro(
         np.asarray(log_w),
         trace=np.asarray(trace),
         trace_temperatures=tau[checkpoints],
-        acceptance=_quarter_means(np.asarray(acceptance)),
+        acceptance=quarter_means(np.asarray(acceptance)),
         chains=chains,
         temperatures=n_temps,
         schedule=schedule_name,

@@ -44,6 +44,7 @@ __all__ = [
     "beal_schedule",
     "geometric_schedule",
     "make_schedule",
+    "quarter_means",
     "weight_statistics",
 ]
 
@@ -99,6 +100,13 @@ def make_schedule(schedule: str | np.ndarray, temperatures: int) -> np.ndarray:
     return tau
 
 
+def quarter_means(values) -> np.ndarray:
+    """``(4,)`` the mean of ``values`` over each quarter of its first axis (the schedule's
+    steps), NaN for a quarter without steps (fewer than four)."""
+    return np.array([part.mean() if part.size else np.nan
+                     for part in np.array_split(np.asarray(values), 4)])
+
+
 class WeightStatistics(TypedDict):
     """What :func:`weight_statistics` returns (fields of :class:`AISResult`)."""
 
@@ -147,7 +155,7 @@ class AISResult:
         trace: ``(chains, n_checkpoints)`` running log weights at ``trace_temperatures``.
         trace_temperatures: the temperatures ``tau`` at the trace checkpoints.
         acceptance: mean acceptance rate of the transitions in each quarter of the schedule
-            (by step index, Beal Fig. 6c).
+            (by step index, Beal Fig. 6c; :func:`quarter_means`).
         chains, temperatures, schedule, kernel, seed, seconds: the run's settings and time.
         settings: kernel-specific settings (proposal concentrations, step sizes, ...).
     """

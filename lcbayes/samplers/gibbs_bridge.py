@@ -51,7 +51,7 @@ from scipy.special import ndtri, stdtrit
 
 from ..engines.run_record import start_engine
 from ..errors import ArgumentError
-from ..jax_setup import QUICK_COMPILE, QUICK_COMPILE_PATTERNS, on_device
+from ..jax_setup import on_device, sized_programs
 from ..params import PriorSpec
 from ..program_cache import cached_jit
 from ..render import fmt
@@ -241,14 +241,12 @@ def _strata(key, data: LCData, prior: LCPrior, k, densities: ModeDensity, first:
     return jax.vmap(stratum)(jnp.arange(modes))
 
 
-#: The compiled chains and strata, at XLA's default optimisation level (``False``) and, for data
-#: of at most :data:`~lcbayes.jax_setup.QUICK_COMPILE_PATTERNS` patterns, compiled in about
-#: two thirds of the time at level 1 (``True``; the same numbers, as fast on so few patterns).
-_PROGRAMS = {quick: (cached_jit(_chain_draws, static_argnames=("chains", "warmup", "draws"),
-                                compiler_options=QUICK_COMPILE if quick else None),
-                     cached_jit(_strata, static_argnames=("components",),
-                                compiler_options=QUICK_COMPILE if quick else None))
-             for quick in (False, True)}
+#: The compiled chains and strata for the number of data patterns
+#: (:func:`lcbayes.jax_setup.sized_programs`).
+_PROGRAMS = sized_programs(lambda options: (
+    cached_jit(_chain_draws, static_argnames=("chains", "warmup", "draws"),
+               compiler_options=options),
+    cached_jit(_strata, static_argnames=("components",), compiler_options=options)))
 
 
 def _run(key, data: LCData, prior: LCPrior, k: int, optima: list[Optimum], *, chains: int,
@@ -262,7 +260,7 @@ def _run(key, data: LCData, prior: LCPrior, k: int, optima: list[Optimum], *, ch
     slots = prior.delta.shape[0]
     starts = on_device(np.stack([log_responsibilities(data.one_hot, data.categories, o, k,
                                                         slots) for o in optima]))
-    run_chains, run_strata = _PROGRAMS[data.one_hot.shape[0] <= QUICK_COMPILE_PATTERNS]
+    run_chains, run_strata = _PROGRAMS(data.one_hot.shape[0])
     kept = jax.tree.map(np.asarray, run_chains(k_chain, data, prior, k, starts,
                                                 chains=chains, warmup=warmup, draws=draws))
     half = draws // 2
