@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import LcbayesError, shown
-from ..render import json_value, plural
+from ..render import json_value, plural, record_from_dict
 
 __all__ = [
     "LOW_ESS_FRACTION",
@@ -172,7 +172,7 @@ class AISResult:
     temperatures: int
     schedule: str
     kernel: str
-    seed: int
+    seed: int | tuple[int, ...]
     seconds: float
     settings: dict = field(default_factory=dict)
 
@@ -220,14 +220,7 @@ class AISResult:
     @classmethod
     def from_dict(cls, spec: dict) -> AISResult:
         """The result of :meth:`to_dict` (e.g. after a JSON round trip)."""
-        fields = {k: v for k, v in spec.items() if k != "method"}
-        for name in ("log_weights", "trace", "trace_temperatures", "acceptance"):
-            fields[name] = np.asarray(fields[name], dtype=np.float64)
-        for name in ("log_evidence", "stderr", "stderr_bootstrap", "ess", "seconds"):
-            fields[name] = np.nan if fields[name] is None else float(fields[name])
-        seed = fields["seed"]
-        fields["seed"] = seed if isinstance(seed, int) else tuple(int(w) for w in seed)
-        return cls(**fields)
+        return record_from_dict(cls, spec)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per chain: ``chain``, ``log_weight`` (``ln w_c``) and ``weight``, its share

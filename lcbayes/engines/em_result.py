@@ -29,9 +29,9 @@ from .. import scores
 from ..alias import log_alias
 from ..dimension import effective_dimension
 from ..params import dirichlet_log_density, to_tables
-from ..render import json_value, plural
+from ..render import json_value, plural, record_from_dict
 from .dirichlet import complete_data_log_evidence
-from .run_record import RunRecord, arrays_from_json
+from .run_record import RunRecord
 
 if TYPE_CHECKING:
     from ..information import Method
@@ -284,26 +284,7 @@ class EMResult(PenalisedScores, RunRecord):
     def from_dict(cls, spec: dict) -> EMResult:
         """The result of :meth:`to_dict` (e.g. after a JSON round trip): the same estimate,
         scores and predictions."""
-        fields = cls._run_fields(spec)
-        result = cls(
-            **fields,
-            params=arrays_from_json(spec["params"]),
-            loglik=float(spec["loglik"]),
-            objective=float(spec["objective"]),
-            estimator=spec["estimator"],
-            map_basis=spec["map_basis"],
-            log_prior=None if spec["log_prior"] is None else float(spec["log_prior"]),
-            restart_logliks=np.asarray(spec["restart_logliks"], dtype=np.float64),
-            restart_objectives=np.asarray(spec["restart_objectives"], dtype=np.float64),
-            restart_kept=np.asarray(spec["restart_kept"], dtype=bool),
-            entropy=float(spec["entropy"]),
-            expected_counts=arrays_from_json(spec["expected_counts"]),
-            score_prior=arrays_from_json(spec["score_prior"]),
-            standard_errors=(None if spec.get("standard_errors") is None
-                             else arrays_from_json(spec["standard_errors"])),
-            se_method=spec.get("se_method"),
-            algorithm=spec.get("algorithm", "squarem"),
-        )
+        result = record_from_dict(cls, spec)
         if spec.get("effective_dimension") is not None:  # spare recomputing the cached value
             result.__dict__["effective_dimension"] = int(spec["effective_dimension"])
         return result

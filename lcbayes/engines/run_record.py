@@ -202,7 +202,8 @@ class RunRecord(EstimateRecord):
 
     # ------------------------------------------------------------------ JSON
     def _run_dict(self) -> dict:
-        """The JSON fields every result shares (read back by :meth:`_run_fields`)."""
+        """The JSON fields every result shares (read back by its field annotations,
+        :func:`lcbayes.render.record_from_dict`)."""
         return {
             "kind": self.structure.kind,
             "n_rows": self.n_rows,
@@ -223,29 +224,6 @@ class RunRecord(EstimateRecord):
             "restart_converged": self.restart_converged,
             "hidden_posteriors": self.hidden_posteriors,
             "pattern_index": self.pattern_index,
-        }
-
-    @staticmethod
-    def _run_fields(spec: dict) -> dict:
-        """The :class:`RunRecord` fields of a :meth:`_run_dict`."""
-        seed = spec["seed"]
-        return {
-            "structure": Structure.from_dict(spec["structure"]),
-            "n_iter": int(spec["n_iter"]),
-            "converged": bool(spec["converged"]),
-            "history": np.asarray(spec["history"], dtype=np.float64),
-            "restart_n_iter": np.asarray(spec["restart_n_iter"], dtype=np.int64),
-            "restart_converged": np.asarray(spec["restart_converged"], dtype=bool),
-            "n_rows": int(spec["n_rows"]),
-            "n_observed_rows": int(spec["n_observed_rows"]),
-            "n_patterns": int(spec["n_patterns"]),
-            "hidden_posteriors": arrays_from_json(spec["hidden_posteriors"]),
-            "pattern_index": np.asarray(spec["pattern_index"], dtype=np.int64),
-            "seconds": float(spec["seconds"]),
-            "seed": seed if isinstance(seed, int) else tuple(int(w) for w in seed),
-            "restarts": int(spec["restarts"]),
-            "tol": float(spec["tol"]),
-            "max_iter": int(spec["max_iter"]),
         }
 
 def warn_unconverged(result: RunRecord, engine: str) -> None:

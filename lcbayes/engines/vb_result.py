@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..render import json_value, plural
-from .run_record import RunRecord, arrays_from_json
+from ..render import json_value, plural, record_from_dict
+from .run_record import RunRecord
 
 __all__ = ["DirichletPosterior", "VBResult"]
 
@@ -109,14 +109,7 @@ class VBResult(DirichletPosterior, RunRecord):
     @classmethod
     def from_dict(cls, spec: dict) -> VBResult:
         """The result of :meth:`to_dict` (e.g. after a JSON round trip)."""
-        return cls(
-            **cls._run_fields(spec),
-            elbo=float(spec["elbo"]),
-            log_alias=float(spec["log_alias"]),
-            posterior=arrays_from_json(spec["posterior"]),
-            prior=arrays_from_json(spec["prior"]),
-            restart_elbos=np.asarray(spec["restart_elbos"], dtype=np.float64),
-        )
+        return record_from_dict(cls, spec)
 
     def summary(self) -> str:
         """A short printout: the bound, its correction and the posterior means (classes

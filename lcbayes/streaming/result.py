@@ -23,10 +23,9 @@ import numpy as np
 import pandas as pd
 
 from ..engines.em_result import PenalisedScores
-from ..engines.run_record import EstimateRecord, arrays_from_json
+from ..engines.run_record import EstimateRecord
 from ..engines.vb_result import DirichletPosterior
-from ..render import json_value, plural
-from ..structure import Structure
+from ..render import json_value, plural, record_from_dict
 
 __all__ = ["StreamEMResult", "StreamRecord", "StreamVBResult"]
 
@@ -78,23 +77,6 @@ class StreamRecord(EstimateRecord):
                 "history", "n_iter", "converged", "n_passes", "restart_objectives",
                 "restart_n_iter", "restart_converged", "n_rows", "n_observed_rows", "n_blocks",
                 "seconds", "seed", "restarts", "tol", "max_iter")},
-        }
-
-    @staticmethod
-    def _record_fields(spec: dict) -> dict:
-        seed = spec["seed"]
-        return {
-            "structure": Structure.from_dict(spec["structure"]),
-            "history": np.asarray(spec["history"], dtype=np.float64),
-            "n_iter": int(spec["n_iter"]), "converged": bool(spec["converged"]),
-            "n_passes": int(spec["n_passes"]),
-            "restart_objectives": np.asarray(spec["restart_objectives"], dtype=np.float64),
-            "restart_n_iter": np.asarray(spec["restart_n_iter"], dtype=np.int64),
-            "restart_converged": np.asarray(spec["restart_converged"], dtype=bool),
-            **{k: int(spec[k]) for k in ("n_rows", "n_observed_rows", "n_blocks", "restarts",
-                                         "max_iter")},
-            "seconds": float(spec["seconds"]), "tol": float(spec["tol"]),
-            "seed": seed if isinstance(seed, int) else tuple(int(w) for w in seed),
         }
 
     def _run_lines(self, name: str) -> list[str]:
@@ -165,13 +147,7 @@ class StreamEMResult(PenalisedScores, StreamRecord):
     @classmethod
     def from_dict(cls, spec: dict) -> StreamEMResult:
         """The result of :meth:`to_dict` (e.g. after a JSON round trip)."""
-        return cls(**cls._record_fields(spec), params=arrays_from_json(spec["params"]),
-                   loglik=float(spec["loglik"]), objective=float(spec["objective"]),
-                   estimator=spec["estimator"], map_basis=spec["map_basis"],
-                   entropy=float(spec["entropy"]),
-                   expected_counts=arrays_from_json(spec["expected_counts"]),
-                   method=spec["method"], warm_start=spec["warm_start"],
-                   settings=spec["settings"])
+        return record_from_dict(cls, spec)
 
     def summary(self) -> str:
         """A poLCA-style printout: estimate, fit statistics, passes."""
@@ -217,10 +193,7 @@ class StreamVBResult(DirichletPosterior, StreamRecord):
     @classmethod
     def from_dict(cls, spec: dict) -> StreamVBResult:
         """The result of :meth:`to_dict`."""
-        return cls(**cls._record_fields(spec), elbo=float(spec["elbo"]),
-                   log_alias=float(spec["log_alias"]),
-                   posterior=arrays_from_json(spec["posterior"]),
-                   prior=arrays_from_json(spec["prior"]))
+        return record_from_dict(cls, spec)
 
     def summary(self) -> str:
         """Posterior means, the bound and the passes."""

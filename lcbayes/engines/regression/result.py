@@ -26,7 +26,7 @@ import pandas as pd
 
 from ...encoding import MISSING
 from ...params import from_tables
-from ...render import json_value, plural
+from ...render import json_value, plural, record_from_dict
 from ...structure import Structure
 from ...validation import data_for, numpy_rng
 from ..em_result import PenalisedScores, best_count
@@ -320,34 +320,14 @@ class RegressionResult(PenalisedScores, EstimateRecord):
     def from_dict(cls, spec: dict) -> RegressionResult:
         """The result of :meth:`to_dict`."""
         errors = spec.get("standard_errors")
-        seed = spec["seed"]
-        return cls(
-            structure=Structure.from_dict(spec["structure"]),
-            covariates=Covariates.from_description(spec["covariates"]),
-            params=arrays_from_json(spec["params"]),
-            coef=np.asarray(spec["coef"], dtype=np.float64),
-            loglik=float(spec["loglik"]),
-            restart_logliks=np.asarray(spec["restart_logliks"], dtype=np.float64),
-            restart_n_iter=np.asarray(spec["restart_n_iter"], dtype=np.int64),
-            restart_converged=np.asarray(spec["restart_converged"], dtype=bool),
-            n_iter=int(spec["n_iter"]), converged=bool(spec["converged"]),
-            history=np.asarray(spec["history"], dtype=np.float64),
-            n_rows=int(spec["n_rows"]), n_used_rows=int(spec["n_used_rows"]),
-            n_observed_rows=int(spec["n_observed_rows"]),
-            n_cells=int(spec["n_cells"]),
-            posteriors=np.asarray(spec["posteriors"], dtype=np.float64),
-            entropy=float(spec["entropy"]),
+        return record_from_dict(
+            cls, spec, covariates=Covariates.from_description(spec["covariates"]),
             standard_errors=None if errors is None else {
                 "coef": np.asarray(errors["coef"], dtype=np.float64),
                 "params": arrays_from_json(errors["params"])},
-            coef_cov=None if spec.get("coef_cov") is None
-            else np.asarray(spec["coef_cov"], dtype=np.float64),
-            score_statistic=spec.get("score_statistic"),
-            se_method=spec.get("se_method"), seconds=float(spec["seconds"]),
-            seed=seed if isinstance(seed, int) else tuple(seed),
-            restarts=int(spec["restarts"]), tol=float(spec["tol"]),
-            max_iter=int(spec["max_iter"]), distal=_distal_from_json(spec.get("distal")),
-        )
+            distal=_distal_from_json(spec.get("distal")),
+            **{name: None for name in ("coef_cov", "score_statistic", "se_method")
+               if name not in spec})   # files written before they were recorded
 
 
 def _distal_from_json(spec: dict | None) -> dict | None:
