@@ -32,7 +32,7 @@ import pandas as pd
 from ..engines.regression.design import Covariates
 from ..engines.regression.fit import DistalType
 from ..engines.run_record import start_engine
-from ..render import json_value, plural
+from ..render import json_value, plural, record_from_dict
 from ..samplers.diagnostics import RhatWarning
 from ..samplers.idata import arviz, inference_data_from_dict, inference_data_to_dict, xarray
 from ..structure import Structure
@@ -211,19 +211,9 @@ class CovariatePosteriorResult:
         distal = spec["distal"]
         if distal is not None:
             distal = {**distal, "labels": tuple(distal["labels"])}
-        seed = spec["seed"]
-        return cls(structure=Structure.from_dict(spec["structure"]),
-                   covariates=Covariates.from_description(spec["covariates"]),
-                   terms=tuple(spec["terms"]), distal=distal, drop=spec["drop"],
-                   prior_scale=float(spec["prior_scale"]),
-                   idata=inference_data_from_dict(spec["idata"]),
-                   centre=np.asarray(spec["centre"], dtype=np.float64),
-                   scale=np.asarray(spec["scale"], dtype=np.float64),
-                   n_rows=int(spec["n_rows"]), n_used_rows=int(spec["n_used_rows"]),
-                   relabelled=int(spec["relabelled"]), seconds=float(spec["seconds"]),
-                   seed=seed if isinstance(seed, int) else tuple(seed),
-                   chains=int(spec["chains"]), draws=int(spec["draws"]),
-                   warmup=int(spec["warmup"]))
+        return record_from_dict(cls, spec, distal=distal,
+                                covariates=Covariates.from_description(spec["covariates"]),
+                                idata=inference_data_from_dict(spec["idata"]))
 
 
 def _inference_data(problem: Problem, draws: Draws, drop: Drop, prior_scale: float):

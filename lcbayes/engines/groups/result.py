@@ -27,7 +27,7 @@ import pandas as pd
 
 from ...data import Dataset
 from ...errors import DataError
-from ...render import json_value, plural
+from ...render import json_value, plural, record_from_dict
 from ..em_result import best_count
 from ..regression.cells import softmax
 from ..regression.result import RegressionResult
@@ -338,8 +338,4 @@ class GroupResult:
     @classmethod
     def from_dict(cls, spec: dict) -> GroupResult:
         """The result of :meth:`to_dict`."""
-        return cls(layout=GroupLayout.from_dict(spec["layout"]),
-                   fit=RegressionResult.from_dict(spec["fit"]),
-                   row_groups=np.asarray(spec["row_groups"], dtype=np.int64),
-                   saturated_loglik=spec["saturated_loglik"], n_strata=int(spec["n_strata"]),
-                   n_rows=int(spec["n_rows"]), aligned_to=spec.get("aligned_to"))
+        return record_from_dict(cls, spec)
