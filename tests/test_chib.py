@@ -50,6 +50,20 @@ def test_one_class_chib_is_the_exact_closed_form():
     assert result.stderr == pytest.approx(0.0, abs=1e-10)
 
 
+def test_items_with_different_numbers_of_levels_are_normalised_on_their_own_levels():
+    # a binary item's table row is padded to the widest item's three entries; the Dirichlet
+    # normaliser of the posterior ordinate must leave the padding out (counting it as one
+    # more pseudo-count would move the estimate by ln(row total) per padded row)
+    rng = np.random.default_rng(0)
+    codes = np.column_stack([rng.integers(0, 3, 30), rng.integers(0, 2, 30),
+                             rng.integers(0, 2, 30)])
+    data = lcb.Dataset.from_codes(codes)
+    structure = lcb.latent_class(data, 1)
+    result = lcb.chib(structure, data, draws=50, batches=5, restarts=1)
+    assert result.log_evidence == pytest.approx(
+        lcb.exact_evidence(structure, data).log_evidence, abs=1e-8)
+
+
 def test_chib_agrees_with_the_exact_evidence_within_its_error():
     data = _small()
     structure = lcb.latent_class(data, 2)

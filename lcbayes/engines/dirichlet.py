@@ -30,12 +30,22 @@ __all__ = [
     "kl_divergence",
     "kl_divergence_flat",
     "log_beta",
+    "log_normaliser",
 ]
 
 
 def log_beta(alpha: jax.Array) -> jax.Array:
     """``sum_k ln Gamma(alpha_k) - ln Gamma(sum_k alpha_k)`` over the last axis."""
     return gammaln(alpha).sum(-1) - gammaln(alpha.sum(-1))
+
+
+def log_normaliser(alpha: jax.Array, mask: jax.Array) -> jax.Array:
+    """``ln Gamma(sum_k alpha_k) - sum_k ln Gamma(alpha_k)`` over the entries of the last axis
+    where ``mask`` holds: the log normalising constant of ``Dir(alpha)`` on a row's active
+    entries (the categories an item has, the classes switched on); the others, whatever they
+    hold, are left out."""
+    return (gammaln(jnp.sum(jnp.where(mask, alpha, 0.0), -1))
+            - jnp.sum(jnp.where(mask, gammaln(alpha), 0.0), -1))
 
 
 def expected_log_theta(alpha: jax.Array) -> jax.Array:

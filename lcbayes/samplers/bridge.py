@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, logsumexp
 
+from ..engines.dirichlet import log_normaliser
 from .gibbs import LCPrior, draw_dirichlets
 from .particle_weights import ess
 from .particles import Particles, pattern_loglik
@@ -86,8 +87,7 @@ def _log_dirichlet_parts(prior: LCPrior, categories, n_k, n_kjr, k):
     log normalisers, on the active slots."""
     weight_shape = prior.delta + n_k
     table_shape = jnp.where(categories, prior.lam + n_kjr, 1.0)
-    table_norm = jnp.sum(gammaln(table_shape.sum(-1, where=categories))
-                         - jnp.sum(jnp.where(categories, gammaln(table_shape), 0.0), -1), -1)
+    table_norm = jnp.sum(log_normaliser(table_shape, categories), -1)
     active = jnp.arange(n_k.shape[0]) < k
     total = gammaln(jnp.sum(jnp.where(active, weight_shape, 0.0)))
     return weight_shape - 1.0, table_shape - 1.0, table_norm - gammaln(weight_shape), total

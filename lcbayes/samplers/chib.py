@@ -80,8 +80,9 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import gammaln, logsumexp
+from jax.scipy.special import logsumexp
 
+from ..engines.dirichlet import log_normaliser
 from ..engines.em import em
 from ..engines.em_result import EMResult
 from ..engines.run_record import start_engine
@@ -190,8 +191,8 @@ def _log_ordinates(data: LCData, prior: LCPrior, z, log_w_star, log_theta_star):
     a_t = jnp.where(data.categories, a_t, 1.0)
     log_t = jnp.where(data.categories, log_theta_star, 0.0)
     cross = jnp.outer(a_w - 1.0, log_w_star) + jnp.einsum("kjr,ljr->kl", a_t - 1.0, log_t)
-    norm = gammaln(a_w.sum()) - gammaln(a_w).sum() + jnp.sum(
-        gammaln(a_t.sum(-1)) - jnp.sum(jnp.where(data.categories, gammaln(a_t), 0.0), -1))
+    norm = log_normaliser(a_w, jnp.ones(a_w.shape, bool)) + jnp.sum(
+        log_normaliser(a_t, data.categories))
     return jnp.stack([norm + jnp.trace(cross),
                       norm + log_permanent(cross) - jax.lax.lgamma(slots + 1.0)])
 

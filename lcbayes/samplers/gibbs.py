@@ -45,9 +45,10 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import gammaln, logsumexp
+from jax.scipy.special import logsumexp
 
 from ..data import Dataset
+from ..engines.dirichlet import log_normaliser
 from ..engines.gamma_sampler import log_gamma
 from ..engines.run_record import start_engine
 from ..errors import ArgumentError
@@ -242,12 +243,9 @@ def log_joint_parts(data: LCData, prior: LCPrior, state: LCState) -> tuple[jax.A
     loglik = data.counts @ logsumexp(logits, axis=1)
     delta = jnp.where(active, prior.delta, 0.0)
     log_w = jnp.where(active, state.log_weights, 0.0)
-    weights = gammaln(delta.sum()) - jnp.sum(jnp.where(active, gammaln(prior.delta), 0.0)) \
-        + jnp.sum((delta - 1.0) * log_w)
-    lam = jnp.where(data.categories, prior.lam, 0.0)
-    rows = gammaln(lam.sum(-1)) - jnp.sum(jnp.where(data.categories, gammaln(prior.lam), 0.0),
-                                          axis=-1) \
-        + jnp.sum(jnp.where(data.categories, (prior.lam - 1.0) * state.log_theta, 0.0), axis=-1)
+    weights = log_normaliser(prior.delta, active) + jnp.sum((delta - 1.0) * log_w)
+    rows = log_normaliser(prior.lam, data.categories) + jnp.sum(
+        jnp.where(data.categories, (prior.lam - 1.0) * state.log_theta, 0.0), axis=-1)
     return loglik, weights + jnp.sum(jnp.where(active[:, None], rows, 0.0))
 
 

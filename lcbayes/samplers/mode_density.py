@@ -33,8 +33,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import gammaln, logsumexp
+from jax.scipy.special import logsumexp
 
+from ..engines.dirichlet import log_normaliser
 from ..engines.gamma_sampler import log_gamma
 from ..jax_setup import on_device
 from .bridge import log_permanent
@@ -147,8 +148,7 @@ def log_density(q: ModeDensity, categories, k, log_weights, log_theta) -> jax.Ar
     safe_t = jnp.where(categories, log_theta, 0.0)
     jacobian = -jnp.sum(safe_t, axis=(-2, -1))                             # (S,)
     shapes = jnp.where(categories, q.shapes, 1.0)
-    norm = jnp.sum(gammaln(jnp.sum(jnp.where(categories, shapes, 0.0), -1))
-                   - jnp.sum(jnp.where(categories, gammaln(shapes), 0.0), -1), -1)   # (S,)
+    norm = jnp.sum(log_normaliser(shapes, categories), -1)                  # (S,)
     dirichlet = norm[None, :] + jnp.einsum("cjr,kjr->kc", jnp.where(categories, shapes - 1.0,
                                                                       0.0), safe_t)
     safe_w = jnp.where(active, log_weights, 0.0)
@@ -159,8 +159,7 @@ def log_density(q: ModeDensity, categories, k, log_weights, log_theta) -> jax.Ar
                      -jnp.inf)
     log_a = jnp.where(both, log_a, idle)
     alpha = jnp.where(active, q.alpha, 1.0)
-    weights_norm = gammaln(jnp.sum(jnp.where(active, alpha, 0.0))) - jnp.sum(
-        jnp.where(active, gammaln(alpha), 0.0))
+    weights_norm = log_normaliser(alpha, active)
     return weights_norm + log_permanent(log_a) - jax.lax.lgamma(k + 1.0)
 
 

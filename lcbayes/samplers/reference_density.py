@@ -19,8 +19,9 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import gammaln, logsumexp
+from jax.scipy.special import logsumexp
 
+from ..engines.dirichlet import log_normaliser
 from .bridge import log_permanent
 from .gibbs import LCPrior
 
@@ -66,11 +67,9 @@ def dirichlet_terms(weight_shapes, table_shapes, categories, active) -> Dirichle
     cells = categories & active[:, None, None]
     w = jnp.where(active, weight_shapes, 1.0)
     t = jnp.where(cells, table_shapes, 1.0)
-    norm = (gammaln(jnp.sum(jnp.where(active, w, 0.0), -1))
-            - jnp.sum(jnp.where(active, gammaln(w), 0.0), -1)
-            + jnp.sum(gammaln(jnp.sum(jnp.where(cells, t, 0.0), -1))
-                      - jnp.sum(jnp.where(cells, gammaln(t), 0.0), -1),
-                      axis=(-2, -1), where=active[:, None] & jnp.ones(t.shape[-2], bool)))
+    norm = log_normaliser(w, active) + jnp.sum(
+        log_normaliser(t, cells), axis=(-2, -1),
+        where=active[:, None] & jnp.ones(t.shape[-2], bool))
     return DirichletTerms(norm, jnp.where(active, w - 1.0, 0.0), jnp.where(cells, t - 1.0, 0.0))
 
 
@@ -107,11 +106,8 @@ def particle_corrections(categories, prior: LCPrior, reference: Reference, k, st
     idle = jnp.where(~active[:, None] & ~active[None, :] & jnp.eye(slots, dtype=bool), 0.0,
                      -jnp.inf)
     cats = categories
-    row_norm = jnp.sum(gammaln(jnp.sum(jnp.where(cats, reference.table_shapes, 0.0), -1))
-                       - jnp.sum(jnp.where(cats, gammaln(reference.table_shapes), 0.0), -1),
-                       -1)                                                  # (M, S)
-    weight_norm = (gammaln(jnp.sum(jnp.where(active, reference.weight_shapes, 0.0), -1))
-                   - jnp.sum(jnp.where(active, gammaln(reference.weight_shapes), 0.0), -1))
+    row_norm = jnp.sum(log_normaliser(reference.table_shapes, cats), -1)   # (M, S)
+    weight_norm = log_normaliser(reference.weight_shapes, active)
     base = reference.log_omega + weight_norm                                # (M,)
 
     def one(m, log_w, log_t, cross):
