@@ -91,8 +91,8 @@ from .padding import class_padding
 from .run_record import check_batching, record_fields, start_engine, warn_unconverged
 from .vb_result import VBResult
 
-__all__ = ["BoundTermsResult", "VBResult", "VBRuns", "bound_terms", "run_vbem", "vbem",
-           "vbem_restarts"]
+__all__ = ["BoundTermsResult", "VBResult", "VBRuns", "bound_terms", "prior_starts", "run_vbem",
+           "vbem", "vbem_restarts"]
 
 
 @dataclass(frozen=True)
@@ -236,8 +236,9 @@ def _normalised(draws: np.ndarray) -> np.ndarray:
     return draws / draws.sum(axis=-1, keepdims=True)
 
 
-def _prior_starts(lambdas, restarts: int, seed) -> tuple[np.ndarray, ...]:
-    """``restarts`` starting tables drawn from the Dirichlet prior ``lambdas`` (NumPy)."""
+def prior_starts(lambdas, restarts: int, seed) -> tuple[np.ndarray, ...]:
+    """``restarts`` starting tables drawn from the Dirichlet prior ``lambdas`` (NumPy): the
+    random starts of :func:`vbem` and :func:`lcbayes.stream_vbem`."""
     rng = numpy_rng(seed)
     return tuple(_normalised(rng.gamma(lam, size=(restarts, *lam.shape))) for lam in lambdas)
 
@@ -250,7 +251,7 @@ def vbem_restarts(structure: Structure, data: Dataset, *, restarts: int, seed: S
     (:mod:`lcbayes.samplers.reference`). ``data`` must already fit ``structure``."""
     check_restarts_memory(structure, restarts, max_iter)
     lambdas = proper_prior_tables(structure, prior, "vbem")
-    starts = tuple(on_device(t) for t in _prior_starts(lambdas, restarts, seed))
+    starts = tuple(on_device(t) for t in prior_starts(lambdas, restarts, seed))
     batch_size = check_batching(None, restarts)
     runs = run_vbem(structure, on_device(data.patterns), _observed_weights(data),
                     tuple(on_device(a) for a in lambdas), starts,
@@ -324,7 +325,7 @@ def vbem(
     patterns = on_device(data.patterns)
     weights = _observed_weights(data)
     starts: tuple[np.ndarray | jax.Array, ...]  # drawn in NumPy, run in JAX
-    starts = _prior_starts(lambdas, restarts, seed)
+    starts = prior_starts(lambdas, restarts, seed)
     if init is not None:
         starts = tuple(np.concatenate([s, t[None]]) for s, t in
                        zip(starts, to_tables(structure, init.params, xp=np), strict=True))

@@ -37,6 +37,7 @@ import numpy as np
 from ..alias import log_alias
 from ..engines.dirichlet import expected_log_theta_flat, kl_divergence_flat
 from ..engines.run_record import start_engine
+from ..engines.vbem import prior_starts
 from ..inference import flat
 from ..params import PriorSpec, from_tables, proper_prior_tables
 from ..progress import new_bar
@@ -220,12 +221,10 @@ def stream_vbem(
     max_iter = check_int(max_iter, "max_iter", 1)
     lambdas = proper_prior_tables(structure, prior, "stream_vbem")
     source = source_for(structure, data)
-    rng = numpy_rng(seed)
-    draws = [rng.gamma(lam, size=(restarts, *lam.shape)) for lam in lambdas]
-    tables = np.concatenate(
-        [np.concatenate([(d / d.sum(axis=-1, keepdims=True)).reshape(restarts, lam.size)
-                         for d, lam in zip(draws, lambdas, strict=True)], axis=1)]
-        + ([] if init is None else [em_starts(source, structure, 0, seed, init)]))
+    draws = [t.reshape(restarts, lam.size)
+             for t, lam in zip(prior_starts(lambdas, restarts, seed), lambdas, strict=True)]
+    given = [] if init is None else [em_starts(source, structure, 0, seed, init)]
+    tables = np.concatenate([np.concatenate(draws, axis=1), *given])
     prior_flat = flat.flatten(lambdas)
     shapes = structure.table_shapes
     _, counts = accumulate(source, block_stats, structure, jnp.log(tables), observed_only=True)
