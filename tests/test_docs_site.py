@@ -35,7 +35,8 @@ def test_the_site_builds_strictly(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     site = tmp_path / "site"
     for page in ("index.html", "getting-started/index.html", "api/em/index.html",
-                 "notebooks/01_how_many_classes/index.html"):
+                 "notebooks/01_how_many_classes/index.html", "measurements/index.html",
+                 "reports/first-minute/index.html", "reports/evidence-at-scale/index.html"):
         assert (site / page).is_file(), page
     assert "lcbayes.engines.em.em" in (site / "api/em/index.html").read_text(encoding="utf-8")
 
