@@ -31,7 +31,7 @@ def test_each_data_set_has_its_documented_size_and_columns(name):
 
 #: Each data set's digest (:func:`_digest`), recorded from the project's source CSV when the
 #: set was added (tests/data/README.md), so a clone checks its shipped tables by itself.
-DIGESTS = json.loads((TEST_DATA / "shared_digests.json").read_text(encoding="utf-8"))
+DIGESTS = json.loads((TEST_DATA / "dataset_digests.json").read_text(encoding="utf-8"))
 
 
 def _digest(frame: pd.DataFrame) -> str:
@@ -42,7 +42,7 @@ def _digest(frame: pd.DataFrame) -> str:
 
 
 @pytest.mark.parametrize("name", lcb.datasets.names())
-def test_each_data_set_equals_the_shared_copy_row_for_row(name):
+def test_each_data_set_equals_its_source_table_row_for_row(name):
     assert _digest(lcb.datasets.frame(name)) == DIGESTS[name]
 
 
