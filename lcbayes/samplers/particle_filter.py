@@ -110,9 +110,10 @@ def filter_rows(key, model: RowModel, total: int, ess_target, temper_ess, *, par
         key, k_resample, k_move = jax.random.split(loop.key, 3)
         chosen = systematic(k_resample, loop.log_w)
         slot = jnp.minimum(loop.moves, max_moves - 1)
-        step = jnp.stack([n * 1.0, ess(loop.log_w)])
+        record = jnp.stack([n * 1.0, ess(loop.log_w)])   # rows added, ESS before resampling
         loop = loop._replace(log_w=jnp.full(particles, -jnp.log(particles)),
-                             moves=loop.moves + 1, key=key, history=loop.history.at[slot].set(step))
+                             moves=loop.moves + 1, key=key,
+                             history=loop.history.at[slot].set(record))
         return loop, jax.tree.map(lambda a: a[chosen], (loop.particles, carried)), k_move
 
     def resample_move(loop: _Loop, n) -> _Loop:
